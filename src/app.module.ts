@@ -1,0 +1,36 @@
+import { Module } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
+import { AuthModule } from './auth/auth.module';
+import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
+import { createLoggerOptions } from './common/logging/logger-options';
+import { AppValidationPipe } from './common/validation/app-validation.pipe';
+import { appConfig, type AppConfig } from './config/app.config';
+import { databaseConfig } from './config/database.config';
+import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
+import { PlantsModule } from './plants/plants.module';
+
+@Module({
+  imports: [
+    ConfigModule.forRoot({
+      isGlobal: true,
+      ignoreEnvFile: true,
+      load: [appConfig, databaseConfig],
+    }),
+    LoggerModule.forRootAsync({
+      inject: [appConfig.KEY],
+      useFactory: (config: AppConfig) => createLoggerOptions(config),
+    }),
+    DatabaseModule,
+    AuthModule,
+    PlantsModule,
+    HealthModule,
+  ],
+  providers: [
+    { provide: APP_FILTER, useClass: AllExceptionsFilter },
+    { provide: APP_PIPE, useClass: AppValidationPipe },
+  ],
+})
+export class AppModule {}

@@ -1,0 +1,77 @@
+import {
+  CanActivate,
+  ExecutionContext,
+  HttpStatus,
+  Injectable,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
+import { IS_PUBLIC_KEY } from './decorators/public.decorator';
+import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
+import type { Scope } from './scopes';
+import { TokensService } from './tokens.service';
+
+const REALM = 'realm="plant-store"';
+const BEARER_CREDENTIALS = /^Bearer +([^\s]+) *$/i;
+
+/**
+ * Denies by default: every route needs a live bearer token unless marked @Public(), and the
+ * token must hold the scopes of @RequireScopes(). Answers follow RFC 6750.
+ */
+@Injectable()
+export class BearerGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly tokens: TokensService,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets)) {
+      return true;
+    }
+    const request = context.switchToHttp().getRequest<Request>();
+    const header = request.headers.authorization;
+    if (header === undefined) {
+      throw unauthorized(
+        'missing bearer token: send Authorization: Bearer <token>',
+        `Bearer ${REALM}`,
+      );
+    }
+    const presented = BEARER_CREDENTIALS.exec(header)?.[1];
+    if (presented === undefined) {
+      throw unauthorized(
+        'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
+        `Bearer ${REALM}`,
+      );
+    }
+    const token = await this.tokens.authenticate(presented);
+    if (!token) {
+      throw unauthorized(
+        'the bearer token is unknown, revoked or expired',
+        `Bearer ${REALM}, error="invalid_token"`,
+      );
+    }
+    const required =
+      this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES_KEY, targets) ??
+      [];
+    const missing = required.filter((scope) => !token.scopes.includes(scope));
+    if (missing.length > 0) {
+      throw new HttpErrorWithHeaders(
+        HttpStatus.FORBIDDEN,
+        `the bearer token lacks the scope ${missing.join(' ')}`,
+        {
+          'WWW-Authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${missing.join(' ')}"`,
+        },
+      );
+    }
+    return true;
+  }
+}
+
+function unauthorized(message: string, challenge: string) {
+  return new HttpErrorWithHeaders(HttpStatus.UNAUTHORIZED, message, {
+    'WWW-Authenticate': challenge,
+  });
+}

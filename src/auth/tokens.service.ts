@@ -1,0 +1,103 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { IsNull, Repository } from 'typeorm';
+import { ApiToken } from './api-token.entity';
+import type { Scope } from './scopes';
+
+/** Recognisable to secret scanners: `pst_` then 32 random bytes in base64url. */
+export const TOKEN_PREFIX = 'pst_';
+const TOKEN_FORMAT = /^pst_[A-Za-z0-9_-]{43}$/;
+
+/** Writing the last-used time on every request would turn every read into a write. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export interface NewToken {
+  name: string;
+  scopes: Scope[];
+  expiresAt?: Date;
+}
+
+export interface IssuedToken {
+  token: string;
+  record: ApiToken;
+}
+
+function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+export function isExpired(token: ApiToken, now = new Date()): boolean {
+  return token.expiresAt !== null && token.expiresAt.getTime() <= now.getTime();
+}
+
+@Injectable()
+export class TokensService {
+  constructor(
+    @InjectRepository(ApiToken)
+    private readonly tokens: Repository<ApiToken>,
+  ) {}
+
+  /** Issues a token; this is the only time it is seen in clear. */
+  async issue({ name, scopes, expiresAt }: NewToken): Promise<IssuedToken> {
+    const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const record = this.tokens.create({
+      name,
+      scopes,
+      tokenHash: hashToken(token).toString('hex'),
+      expiresAt: expiresAt ?? null,
+      revokedAt: null,
+      lastUsedAt: null,
+    });
+    await this.tokens.insert(record);
+    return {
+      token,
+      record: await this.tokens.findOneByOrFail({
+        tokenHash: record.tokenHash,
+      }),
+    };
+  }
+
+  list(): Promise<ApiToken[]> {
+    return this.tokens.find({ order: { id: 'ASC' } });
+  }
+
+  /** @returns false when no unrevoked token has this id */
+  async revoke(id: string): Promise<boolean> {
+    const result = await this.tokens.update(
+      { id, revokedAt: IsNull() },
+      { revokedAt: new Date() },
+    );
+    return (result.affected ?? 0) > 0;
+  }
+
+  /** The live (known, unrevoked, unexpired) token record for a presented token, if any. */
+  async authenticate(presented: string): Promise<ApiToken | undefined> {
+    if (!TOKEN_FORMAT.test(presented)) return undefined;
+    const hash = hashToken(presented);
+    const record = await this.tokens.findOneBy({
+      tokenHash: hash.toString('hex'),
+    });
+    if (
+      !record ||
+      !timingSafeEqual(Buffer.from(record.tokenHash, 'hex'), hash) ||
+      record.revokedAt !== null ||
+      isExpired(record)
+    ) {
+      return undefined;
+    }
+    await this.recordUse(record);
+    return record;
+  }
+
+  private async recordUse(record: ApiToken): Promise<void> {
+    const now = new Date();
+    if (
+      record.lastUsedAt !== null &&
+      now.getTime() - record.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS
+    ) {
+      return;
+    }
+    await this.tokens.update({ id: record.id }, { lastUsedAt: now });
+  }
+}

@@ -1,0 +1,110 @@
+import {
+  ArgumentsHost,
+  Catch,
+  ExceptionFilter,
+  HttpException,
+  HttpStatus,
+  Logger,
+} from '@nestjs/common';
+import type { Response } from 'express';
+import { isDatabaseUnavailable } from '../../database/database-errors';
+import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import type { ErrorBody } from '../errors/error-body';
+
+export interface ErrorAnswer {
+  body: ErrorBody;
+  headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * The one place where failures become answers: every exception of every layer (routing, body
+ * parsing, guards, pipes, handlers) is answered with the spec's Error object.
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger(AllExceptionsFilter.name);
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<Response>();
+    const { body, headers } = toErrorAnswer(exception);
+    if (body.error >= 500) {
+      this.logger.error(
+        exception instanceof Error ? exception : { exception },
+        `request failed with ${body.error}`,
+      );
+    }
+    if (response.headersSent) {
+      response.destroy();
+      return;
+    }
+    response.status(body.error).set(headers).json(body);
+  }
+}
+
+export function toErrorAnswer(exception: unknown): ErrorAnswer {
+  if (exception instanceof HttpException) {
+    return {
+      body: { error: exception.getStatus(), message: messageOf(exception) },
+      headers:
+        exception instanceof HttpErrorWithHeaders ? exception.headers : {},
+    };
+  }
+  const bodyReadingMessage = describeBodyReadingError(exception);
+  if (bodyReadingMessage !== undefined) {
+    return answer(HttpStatus.BAD_REQUEST, bodyReadingMessage);
+  }
+  if (isDatabaseUnavailable(exception)) {
+    return answer(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      'the database is unavailable; try again later',
+    );
+  }
+  return answer(HttpStatus.INTERNAL_SERVER_ERROR, 'internal server error');
+}
+
+function answer(status: number, message: string): ErrorAnswer {
+  return { body: { error: status, message }, headers: {} };
+}
+
+function messageOf(exception: HttpException): string {
+  const response = exception.getResponse();
+  if (typeof response === 'string') return response;
+  const { message } = response as { message?: unknown };
+  if (typeof message === 'string') return message;
+  if (Array.isArray(message)) return message.join('; ');
+  return exception.message;
+}
+
+interface BodyReadingError {
+  type: string;
+  limit?: number;
+  encoding?: string;
+}
+
+/** body-parser (under express.raw) reports its failures with a `type`; all are the client's. */
+function describeBodyReadingError(exception: unknown): string | undefined {
+  if (
+    typeof exception !== 'object' ||
+    exception === null ||
+    typeof (exception as Partial<BodyReadingError>).type !== 'string'
+  ) {
+    return undefined;
+  }
+  const error = exception as BodyReadingError;
+  switch (error.type) {
+    case 'entity.too.large':
+      return `request body is larger than the limit of ${error.limit} bytes`;
+    case 'request.aborted':
+      return 'request body was aborted before it was complete';
+    case 'request.size.invalid':
+      return 'request body length does not match its Content-Length';
+    case 'encoding.unsupported':
+      return `Content-Encoding ${JSON.stringify(error.encoding)} is not supported; send the body uncompressed`;
+    default:
+      return error.type.startsWith('entity.') ||
+        error.type.startsWith('request.') ||
+        error.type.startsWith('stream.')
+        ? 'request body could not be read'
+        : undefined;
+  }
+}

@@ -1,0 +1,57 @@
+import {
+  ArgumentMetadata,
+  BadRequestException,
+  Injectable,
+  ValidationPipe,
+  type ValidationError,
+} from '@nestjs/common';
+
+function collectMessages(errors: ValidationError[]): string[] {
+  return errors.flatMap((error) => [
+    ...Object.values(error.constraints ?? {}),
+    ...collectMessages(error.children ?? []),
+  ]);
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return 'a string';
+  if (typeof value === 'boolean') return 'a boolean';
+  return 'a number';
+}
+
+/**
+ * The global pipe: a body must be a JSON object, and DTO failures become one 400 whose message
+ * names every field that is wrong (D2). Extra properties are dropped, not echoed (D5).
+ */
+@Injectable()
+export class AppValidationPipe extends ValidationPipe {
+  constructor() {
+    super({
+      transform: true,
+      whitelist: true,
+      forbidUnknownValues: true,
+      stopAtFirstError: true,
+      validationError: { target: false, value: false },
+      exceptionFactory: (errors) =>
+        new BadRequestException(collectMessages(errors).join('; ')),
+    });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata) {
+    if (metadata.type === 'body') {
+      if (value === undefined) {
+        throw new BadRequestException(
+          'request body is required: send a JSON object',
+        );
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        throw new BadRequestException(
+          `request body must be a JSON object, got ${describeJsonType(value)}`,
+        );
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}

@@ -1,0 +1,103 @@
+/** A configuration value that the service cannot start with; its message is one line naming the variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Environment = Record<string, string | undefined>;
+
+function describe(value: string): string {
+  return JSON.stringify(value);
+}
+
+export function readInteger(
+  env: Environment,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new ConfigError(
+      `${name} must be an integer between ${min} and ${max}, got ${describe(raw)}`,
+    );
+  }
+  return value;
+}
+
+export function readChoice<T extends string>(
+  env: Environment,
+  name: string,
+  fallback: T,
+  choices: readonly T[],
+): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw new ConfigError(
+      `${name} must be one of ${choices.join(', ')}, got ${describe(raw)}`,
+    );
+  }
+  return raw as T;
+}
+
+export function readString(
+  env: Environment,
+  name: string,
+  fallback: string,
+): string {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? fallback : raw;
+}
+
+export function readHttpUrl(
+  env: Environment,
+  name: string,
+  fallback: string,
+): string {
+  const raw = readString(env, name, fallback);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(
+      `${name} must be an absolute http or https URL, got ${describe(raw)}`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(
+      `${name} must be an absolute http or https URL, got ${describe(raw)}`,
+    );
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+const BYTE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  kb: 1024,
+  mb: 1024 ** 2,
+};
+
+/** Sizes as express writes them: `16384`, `16kb`, `1mb`. */
+export function readByteSize(
+  env: Environment,
+  name: string,
+  fallback: number,
+  max: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const match = /^(\d+)\s*(b|kb|mb)?$/i.exec(raw.trim());
+  const bytes = match
+    ? Number(match[1]) * BYTE_UNITS[(match[2] ?? '').toLowerCase()]
+    : NaN;
+  if (!(bytes >= 1 && bytes <= max)) {
+    throw new ConfigError(
+      `${name} must be a size between 1 byte and ${max / 1024 ** 2}mb such as 16kb, got ${describe(raw)}`,
+    );
+  }
+  return bytes;
+}

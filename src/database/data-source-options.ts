@@ -1,0 +1,37 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type Database from 'better-sqlite3';
+import type { DataSourceOptions } from 'typeorm';
+import { ApiToken } from '../auth/api-token.entity';
+import type { DatabaseConfig } from '../config/database.config';
+import { Plant } from '../plants/plant.entity';
+import { migrations } from './migrations';
+
+export const entities = [Plant, ApiToken];
+
+/** Options shared by the service, its command-line tool and the TypeORM CLI (ormconfig.ts). */
+export function createDataSourceOptions(
+  config: DatabaseConfig,
+): DataSourceOptions {
+  return {
+    type: 'better-sqlite3',
+    database: config.sqlitePath,
+    entities,
+    migrations,
+    migrationsRun: true,
+    synchronize: false,
+    enableWAL: true,
+    prepareDatabase: (db: Database.Database) => {
+      // ids are int64: read every integer as a bigint, never through a JS number
+      db.defaultSafeIntegers(true);
+      // with WAL, NORMAL survives a process crash (D8); only a power loss can lose a commit
+      db.pragma('synchronous = NORMAL');
+    },
+  };
+}
+
+/** The SQLite file's folder, created readable by the service's user only. */
+export function ensureDatabaseFolder(config: DatabaseConfig): void {
+  if (config.sqlitePath === ':memory:') return;
+  mkdirSync(dirname(config.sqlitePath), { recursive: true, mode: 0o700 });
+}

@@ -1,0 +1,25 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module';
+import { createJsonBodyMiddleware } from './common/json/json-body.middleware';
+import { useLosslessJsonResponses } from './common/json/lossless-json-response';
+import { appConfig, type AppConfig } from './config/app.config';
+
+/**
+ * Builds the application exactly as users run it; main.ts and the e2e tests both call this, so
+ * the tests exercise the same body parsing, serialisation and error handling.
+ */
+export async function createApp(): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, {
+    bodyParser: false,
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  const config = app.get<AppConfig>(appConfig.KEY);
+  app.disable('x-powered-by');
+  app.use(...createJsonBodyMiddleware(config.bodyLimitBytes));
+  useLosslessJsonResponses(app.getHttpAdapter().getInstance());
+  return app;
+}
