@@ -1,9 +1,23 @@
-import { ValidateBy, type ValidationOptions } from 'class-validator';
+import {
+  ValidateBy,
+  type ValidationArguments,
+  type ValidationOptions,
+} from 'class-validator';
 import { INT64_RANGE_MESSAGE, isInt64 } from '../json/int64';
 
+/** A missing property is told apart from a wrong one; null counts as present, and wrong. */
+function describeProblem(
+  args: ValidationArguments | undefined,
+  wrong: string,
+): string {
+  return args?.value === undefined
+    ? `${args?.property} is required`
+    : `${args.property} ${wrong}`;
+}
+
 /**
- * An exact int64. class-validator's IsInt accepts 2^53+2 and 1e21 and rejects bigint; the
- * lossless body parser gives every integer as a bigint, so this checks the bigint's range.
+ * A present, exact int64. class-validator's IsInt accepts 2^53+2 and 1e21 and rejects bigint;
+ * the lossless body parser gives every integer as a bigint, so this checks the bigint's range.
  */
 export function IsInt64(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
@@ -12,7 +26,7 @@ export function IsInt64(options?: ValidationOptions): PropertyDecorator {
       validator: {
         validate: (value: unknown) => isInt64(value),
         defaultMessage: (args) =>
-          `${args?.property} must be ${INT64_RANGE_MESSAGE}`,
+          describeProblem(args, `must be ${INT64_RANGE_MESSAGE}`),
       },
     },
     options,
@@ -20,8 +34,8 @@ export function IsInt64(options?: ValidationOptions): PropertyDecorator {
 }
 
 /**
- * A string of Unicode text: lone UTF-16 surrogates cannot be stored as UTF-8, so a name that
- * holds one could never be returned exactly as it was sent.
+ * A present string of Unicode text: lone UTF-16 surrogates cannot be stored as UTF-8, so a
+ * string holding one could never be returned exactly as it was sent.
  */
 export function IsUnicodeString(
   options?: ValidationOptions,
@@ -35,7 +49,7 @@ export function IsUnicodeString(
         defaultMessage: (args) =>
           typeof args?.value === 'string'
             ? `${args.property} must be valid Unicode text (it contains a lone surrogate)`
-            : `${args?.property} must be a string`,
+            : describeProblem(args, 'must be a string'),
       },
     },
     options,

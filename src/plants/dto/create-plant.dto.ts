@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { IsDefined, ValidateIf } from 'class-validator';
+import { ValidateIf } from 'class-validator';
 import { IsInt64, IsUnicodeString } from '../../common/validation/validators';
 
 /** The spec's NewPlant: a Plant plus the id the client chooses. */
@@ -10,12 +10,10 @@ export class CreatePlantDto {
     format: 'int64',
     description: 'Identification number of the plant',
   })
-  @IsDefined({ message: 'id is required' })
   @IsInt64()
   id!: bigint;
 
   @ApiProperty({ description: 'The name of the plant' })
-  @IsDefined({ message: 'name is required' })
   @IsUnicodeString()
   name!: string;
 

@@ -1,0 +1,75 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { SCOPES, type Scope } from '../../src/auth/scopes';
+import { TokensService } from '../../src/auth/tokens.service';
+import { createApp } from '../../src/setup-app';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  server: Server;
+  databaseFile: string;
+  /** A fresh supertest request against the running app. */
+  http: () => ReturnType<typeof request>;
+  issueToken: (options?: {
+    scopes?: Scope[];
+    expiresAt?: Date;
+  }) => Promise<string>;
+  /** A second, independent connection to the same SQLite file, reading int64s exactly. */
+  openDatabase: () => Database.Database;
+  close: () => Promise<void>;
+}
+
+/** A folder that is removed with the returned function. */
+export function makeTempFolder(): { path: string; remove: () => void } {
+  const path = mkdtempSync(join(tmpdir(), 'plant-store-test-'));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * Starts the app users run (createApp from setup-app.ts) on a real SQLite file, without
+ * listening on a port: supertest drives its HTTP server directly.
+ */
+export async function startTestApp(
+  options: { databaseFile?: string; env?: Record<string, string> } = {},
+): Promise<TestApp> {
+  const folder = options.databaseFile ? undefined : makeTempFolder();
+  const databaseFile =
+    options.databaseFile ?? join(folder!.path, 'plant-store.sqlite');
+  const savedEnv = { ...process.env };
+  Object.assign(process.env, {
+    DATABASE_URL: `sqlite:${databaseFile}`,
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
+  let app: NestExpressApplication;
+  try {
+    app = await createApp();
+  } finally {
+    process.env = savedEnv;
+  }
+  await app.init();
+  const server = app.getHttpServer() as Server;
+  const tokens = app.get(TokensService);
+  return {
+    app,
+    server,
+    databaseFile,
+    http: () => request(server),
+    issueToken: async ({ scopes = [...SCOPES], expiresAt } = {}) =>
+      (await tokens.issue({ name: 'test', scopes, expiresAt })).token,
+    openDatabase: () => {
+      const db = new Database(databaseFile, { readonly: true });
+      db.defaultSafeIntegers(true);
+      return db;
+    },
+    close: async () => {
+      await app.close();
+      folder?.remove();
+    },
+  };
+}
