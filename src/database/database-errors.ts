@@ -1,15 +1,21 @@
-interface DriverError {
-  code?: unknown;
+import {
+  CannotExecuteNotConnectedError,
+  ConnectionIsNotSetError,
+  QueryFailedError,
+} from 'typeorm';
+
+/** TypeORM wraps the driver's own error; the driver's code and message are what tell. */
+function driverErrorOf(error: unknown): unknown {
+  return error instanceof QueryFailedError ? error.driverError : error;
 }
 
 function driverCodeOf(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { driverError, code } = error as {
-    driverError?: DriverError;
-    code?: unknown;
-  };
-  const value = driverError?.code ?? code;
-  return typeof value === 'string' ? value : undefined;
+  const cause = driverErrorOf(error);
+  const code =
+    typeof cause === 'object' && cause !== null
+      ? (cause as { code?: unknown }).code
+      : undefined;
+  return typeof code === 'string' ? code : undefined;
 }
 
 export function isUniqueViolation(error: unknown): boolean {
@@ -26,10 +32,19 @@ const UNAVAILABLE_SQLITE_CODES =
 
 /** Errors that say the database cannot serve right now, not that the request or the code is wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  if (
+    error instanceof ConnectionIsNotSetError ||
+    error instanceof CannotExecuteNotConnectedError
+  ) {
+    return true;
+  }
   const code = driverCodeOf(error);
-  if (code !== undefined && UNAVAILABLE_SQLITE_CODES.test(code)) return true;
+  if (code !== undefined) return UNAVAILABLE_SQLITE_CODES.test(code);
+  const cause = driverErrorOf(error);
+  // better-sqlite3 after the connection was closed; its native TypeError may come from another
+  // realm than ours (jest), so the message is compared, not the class
   return (
-    error instanceof TypeError &&
-    error.message === 'The database connection is not open'
+    (cause as Error | undefined)?.message ===
+    'The database connection is not open'
   );
 }

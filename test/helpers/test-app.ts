@@ -31,8 +31,8 @@ export function makeTempFolder(): { path: string; remove: () => void } {
 }
 
 /**
- * Starts the app users run (createApp from setup-app.ts) on a real SQLite file, without
- * listening on a port: supertest drives its HTTP server directly.
+ * Starts the app users run (createApp from setup-app.ts) on a real SQLite file, listening on
+ * an ephemeral loopback port.
  */
 export async function startTestApp(
   options: { databaseFile?: string; env?: Record<string, string> } = {},
@@ -52,7 +52,8 @@ export async function startTestApp(
   } finally {
     process.env = savedEnv;
   }
-  await app.init();
+  // listening on loopback up front lets supertest send concurrent requests over real HTTP
+  await app.listen(0, '127.0.0.1');
   const server = app.getHttpServer() as Server;
   const tokens = app.get(TokensService);
   return {
