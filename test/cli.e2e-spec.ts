@@ -1,0 +1,153 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { ROOT, runCliProcess } from './helpers/service-process';
+import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
+
+describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+  let env: Record<string, string>;
+  let testApp: TestApp;
+  let nextId = 1;
+
+  beforeAll(async () => {
+    folder = makeTempFolder();
+    const databaseFile = join(folder.path, 'store.sqlite');
+    env = { DATABASE_URL: `sqlite:${databaseFile}` };
+    testApp = await startTestApp({ databaseFile });
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    folder.remove();
+  });
+
+  const cli = (...args: string[]) => runCliProcess(args, env);
+  const createPlant = (token: string) =>
+    testApp
+      .http()
+      .post('/plants')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ id: nextId++, name: 'From the CLI' });
+
+  it('creates a token with both scopes, printed alone on the last line', async () => {
+    const created = cli('tokens', 'create', '--name', 'deploy bot');
+    expect(created.status).toBe(0);
+    expect(created.lastLine).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
+    expect(created.stdout).toContain('plants:read,plants:write');
+    await createPlant(created.lastLine).expect(200);
+  });
+
+  it('lists tokens with id, name, scopes, created, expires and last used, never the token', async () => {
+    const created = cli(
+      'tokens',
+      'create',
+      '--name',
+      'listed',
+      '--expires-in',
+      '30d',
+    );
+    await createPlant(created.lastLine).expect(200);
+    const listed = cli('tokens', 'list');
+    expect(listed.status).toBe(0);
+    const [header, ...rows] = listed.stdout.trimEnd().split('\n');
+    expect(header.split(/\s{2,}/)).toEqual([
+      'ID',
+      'NAME',
+      'SCOPES',
+      'CREATED',
+      'EXPIRES',
+      'LAST USED',
+      'STATUS',
+    ]);
+    const row = rows.find((line) => line.includes('listed'));
+    expect(row).toMatch(
+      /^[0-9a-f-]{36}\s+listed\s+plants:read,plants:write\s+\d{4}-\d\d-\d\dT\S+Z\s+\d{4}-\d\d-\d\dT\S+Z\s+\d{4}-\d\d-\d\dT\S+Z\s+active$/,
+    );
+    expect(listed.stdout).not.toContain(created.lastLine.slice(4));
+  });
+
+  it('revokes a token, which then gets 401', async () => {
+    const created = cli('tokens', 'create', '--name', 'leaked');
+    await createPlant(created.lastLine).expect(200);
+    const id = /created token ([0-9a-f-]{36})/.exec(created.stdout)?.[1] ?? '';
+    const revoked = cli('tokens', 'revoke', id);
+    expect(revoked.status).toBe(0);
+    expect(revoked.stdout).toContain(`revoked token ${id}`);
+    await createPlant(created.lastLine).expect(401);
+    expect(cli('tokens', 'list').stdout).toMatch(
+      new RegExp(`^${id}.*revoked`, 'm'),
+    );
+  });
+
+  it('fails when revoking a token that does not exist', () => {
+    const result = cli(
+      'tokens',
+      'revoke',
+      '00000000-0000-4000-8000-000000000000',
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      'no active token with id 00000000-0000-4000-8000-000000000000',
+    );
+  });
+
+  it('issues a token that expires', async () => {
+    const created = cli(
+      'tokens',
+      'create',
+      '--name',
+      'short-lived',
+      '--expires-in',
+      '1s',
+    );
+    expect(created.status).toBe(0);
+    await createPlant(created.lastLine).expect(200);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await createPlant(created.lastLine).expect(401);
+  });
+
+  it('issues a read-only token, which gets 403 on POST /plants', async () => {
+    const created = cli(
+      'tokens',
+      'create',
+      '--name',
+      'reader',
+      '--scopes',
+      'plants:read',
+    );
+    expect(created.status).toBe(0);
+    await createPlant(created.lastLine).expect(403);
+  });
+
+  it.each([
+    [['tokens', 'create'], /required option '--name <name>' not specified/],
+    [
+      ['tokens', 'create', '--name', 'x', '--scopes', 'plants:admin'],
+      /unknown scope plants:admin/,
+    ],
+    [
+      ['tokens', 'create', '--name', 'x', '--expires-in', 'forever'],
+      /expected a positive duration/,
+    ],
+    [['tokens', 'revoke', '7'], /expected a token id/],
+  ])('rejects %j with a message and a non-zero exit', (args, message) => {
+    const result = cli(...args);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+  });
+
+  it('runs as npm run tokens -- create --name me', () => {
+    const result = spawnSync(
+      'npm',
+      ['run', '--silent', 'tokens', '--', 'create', '--name', 'me'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    expect(result.status).toBe(0);
+    expect(result.stdout.trimEnd().split('\n').pop()).toMatch(/^pst_/);
+  });
+});

@@ -1,0 +1,9 @@
+import { execFileSync } from 'node:child_process';
+
+/**
+ * Process tests run what operators run, `node dist/main.js` and `node dist/cli.js`, so the e2e
+ * project builds once before its first test file.
+ */
+export default function buildDist(): void {
+  execFileSync('npx', ['nest', 'build'], { stdio: 'inherit' });
+}

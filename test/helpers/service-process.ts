@@ -1,0 +1,100 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+export const MAIN = join(ROOT, 'dist', 'main.js');
+export const CLI = join(ROOT, 'dist', 'cli.js');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        resolve(typeof address === 'object' && address ? address.port : 0),
+      );
+    });
+  });
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  port: number;
+  baseUrl: string;
+  output: () => string;
+  /** Resolves with the exit code (or the signal's name) once the process has ended. */
+  exited: Promise<number | string>;
+}
+
+/** Starts `node dist/main.js` on a free loopback port and waits until it is live. */
+export async function startServiceProcess(
+  env: Record<string, string>,
+  cwd = ROOT,
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [MAIN], {
+    cwd,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(
+        `the service exited with ${child.exitCode} before it was live:\n${output}`,
+      );
+    }
+    try {
+      if ((await fetch(`${baseUrl}/health/live`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the service was not live within 20 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, port, baseUrl, output: () => output, exited };
+}
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  lastLine: string;
+}
+
+/** Runs `node dist/cli.js ...args` to the end. */
+export function runCliProcess(
+  args: string[],
+  env: Record<string, string>,
+): CliResult {
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  const lines = result.stdout.trimEnd().split('\n');
+  return {
+    status: result.status,
+    stdout: result.stdout,
+    stderr: result.stderr,
+    lastLine: lines[lines.length - 1],
+  };
+}

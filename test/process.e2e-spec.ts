@@ -1,0 +1,179 @@
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { makeTempFolder } from './helpers/test-app';
+import {
+  MAIN,
+  runCliProcess,
+  startServiceProcess,
+} from './helpers/service-process';
+
+describe('the service process (node dist/main.js)', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+
+  beforeEach(() => {
+    folder = makeTempFolder();
+  });
+
+  afterEach(() => folder.remove());
+
+  it('creates data/plant-store.sqlite and its folder, private to its user, by default', async () => {
+    const service = await startServiceProcess({}, folder.path);
+    try {
+      const dataFolder = join(folder.path, 'data');
+      expect(statSync(dataFolder).mode & 0o777).toBe(0o700);
+      expect(statSync(join(dataFolder, 'plant-store.sqlite')).isFile()).toBe(
+        true,
+      );
+      const ready = await fetch(`${service.baseUrl}/health/ready`);
+      expect(ready.status).toBe(200);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  });
+
+  it.each([
+    [
+      'PORT',
+      'eighty',
+      /^PORT must be an integer between 0 and 65535, got "eighty"$/,
+    ],
+    ['PORT', '70000', /^PORT must be/],
+    [
+      'DATABASE_URL',
+      'mysql://localhost/plants',
+      /^DATABASE_URL must be sqlite:<path> or sqlite::memory:/,
+    ],
+    [
+      'LOG_LEVEL',
+      'loud',
+      /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
+    ],
+    ['BODY_LIMIT', 'huge', /^BODY_LIMIT must be a size/],
+    ['BODY_LIMIT', '0', /^BODY_LIMIT must be a size/],
+    [
+      'PUBLIC_BASE_URL',
+      'ftp://example.test',
+      /^PUBLIC_BASE_URL must be an absolute http or https URL/,
+    ],
+  ])(
+    'refuses to start when %s is %j, with one line naming it',
+    (name, value, message) => {
+      const result = spawnSync(process.execPath, [MAIN], {
+        cwd: folder.path,
+        env: { PATH: process.env.PATH ?? '', [name]: value },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(result.status).not.toBe(0);
+      expect(result.status).not.toBeNull();
+      const lines = (result.stdout + result.stderr).trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(message);
+    },
+  );
+
+  it('on SIGTERM finishes in-flight requests, refuses new ones and exits 0', async () => {
+    const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;
+    const token = runCliProcess(['tokens', 'create', '--name', 'shutdown'], {
+      DATABASE_URL: databaseUrl,
+    }).lastLine;
+    const service = await startServiceProcess({ DATABASE_URL: databaseUrl });
+    const body = JSON.stringify({ id: 1, name: 'Last one in' });
+
+    // headers and half the body are sent before SIGTERM; the rest after it
+    const inFlight = new Promise<{ status: number; text: string }>(
+      (resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: service.port,
+            method: 'POST',
+            path: '/plants',
+            headers: {
+              'Content-Type': 'application/json',
+              'Content-Length': Buffer.byteLength(body),
+              Authorization: `Bearer ${token}`,
+            },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          },
+        );
+        req.on('error', reject);
+        req.write(body.slice(0, 10));
+        req.on('socket', (socket) =>
+          socket.on('connect', () =>
+            setTimeout(() => {
+              service.child.kill('SIGTERM');
+              setTimeout(() => req.end(body.slice(10)), 300);
+            }, 100),
+          ),
+        );
+      },
+    );
+
+    const answer = await inFlight;
+    expect(answer).toEqual({
+      status: 200,
+      text: '{"id":1,"name":"Last one in"}',
+    });
+    await expect(fetch(`${service.baseUrl}/health/live`)).rejects.toThrow();
+    expect(await service.exited).toBe(0);
+  });
+
+  it('logs structured JSON with a request id, and never a token', async () => {
+    const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;
+    const token = runCliProcess(['tokens', 'create', '--name', 'logged'], {
+      DATABASE_URL: databaseUrl,
+    }).lastLine;
+    const service = await startServiceProcess({
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'info',
+    });
+    try {
+      const post = (authorization: string) =>
+        fetch(`${service.baseUrl}/plants`, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Authorization: authorization,
+            'X-Request-Id': 'trace-42',
+          },
+          body: JSON.stringify({ id: 7, name: 'Logged' }),
+        });
+      const accepted = await post(`Bearer ${token}`);
+      expect(accepted.status).toBe(200);
+      expect(accepted.headers.get('x-request-id')).toBe('trace-42');
+      const wrongToken = `pst_${'Z'.repeat(43)}`;
+      expect((await post(`Bearer ${wrongToken}`)).status).toBe(401);
+      service.child.kill('SIGTERM');
+      await service.exited;
+
+      const logLines = service
+        .output()
+        .trim()
+        .split('\n')
+        .map(
+          (line) =>
+            JSON.parse(line) as {
+              req?: { id?: string };
+              res?: { statusCode?: number };
+            },
+        );
+      expect(
+        logLines.some(
+          (line) => line.req?.id === 'trace-42' && line.res?.statusCode === 200,
+        ),
+      ).toBe(true);
+      expect(service.output()).not.toContain(token.slice(4));
+      expect(service.output()).not.toContain(wrongToken.slice(4));
+    } finally {
+      service.child.kill('SIGKILL');
+    }
+  });
+});
