@@ -54,7 +54,7 @@ export async function startTestApp(
   }
   // listening on loopback up front lets supertest send concurrent requests over real HTTP
   await app.listen(0, '127.0.0.1');
-  const server = app.getHttpServer() as Server;
+  const server: Server = app.getHttpServer();
   const tokens = app.get(TokensService);
   return {
     app,

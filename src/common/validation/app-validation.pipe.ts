@@ -39,7 +39,10 @@ export class AppValidationPipe extends ValidationPipe {
     });
   }
 
-  override async transform(value: unknown, metadata: ArgumentMetadata) {
+  override async transform(
+    value: unknown,
+    metadata: ArgumentMetadata,
+  ): Promise<unknown> {
     if (metadata.type === 'body') {
       if (value === undefined) {
         throw new BadRequestException(
@@ -52,6 +55,6 @@ export class AppValidationPipe extends ValidationPipe {
         );
       }
     }
-    return super.transform(value, metadata);
+    return (await super.transform(value, metadata)) as unknown;
   }
 }

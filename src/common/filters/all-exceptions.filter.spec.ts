@@ -1,0 +1,152 @@
+import {
+  ArgumentsHost,
+  BadRequestException,
+  NotFoundException,
+} from '@nestjs/common';
+import { QueryFailedError } from 'typeorm';
+import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import { AllExceptionsFilter, toErrorAnswer } from './all-exceptions.filter';
+
+describe('toErrorAnswer', () => {
+  it('keeps the status and message of an HttpException', () => {
+    expect(
+      toErrorAnswer(new BadRequestException('name must be a string')),
+    ).toEqual({
+      body: { error: 400, message: 'name must be a string' },
+      headers: {},
+    });
+  });
+
+  it("joins the message list of Nest's own exceptions", () => {
+    expect(
+      toErrorAnswer(new BadRequestException(['a is wrong', 'b is wrong'])).body,
+    ).toEqual({
+      error: 400,
+      message: 'a is wrong; b is wrong',
+    });
+  });
+
+  it("uses Nest's route-not-found message", () => {
+    expect(toErrorAnswer(new NotFoundException('Cannot GET /x')).body).toEqual({
+      error: 404,
+      message: 'Cannot GET /x',
+    });
+  });
+
+  it('carries the headers of an HttpErrorWithHeaders', () => {
+    const answer = toErrorAnswer(
+      new HttpErrorWithHeaders(401, 'no token', {
+        'WWW-Authenticate': 'Bearer',
+      }),
+    );
+    expect(answer).toEqual({
+      body: { error: 401, message: 'no token' },
+      headers: { 'WWW-Authenticate': 'Bearer' },
+    });
+  });
+
+  it.each([
+    [
+      { type: 'entity.too.large', limit: 16384 },
+      'request body is larger than the limit of 16384 bytes',
+    ],
+    [
+      { type: 'request.aborted' },
+      'request body was aborted before it was complete',
+    ],
+    [
+      { type: 'request.size.invalid' },
+      'request body length does not match its Content-Length',
+    ],
+    [
+      { type: 'encoding.unsupported', encoding: 'gzip' },
+      'Content-Encoding "gzip" is not supported; send the body uncompressed',
+    ],
+    [{ type: 'stream.not.readable' }, 'request body could not be read'],
+  ])('answers the body-reading failure %j with 400', (error, message) => {
+    expect(toErrorAnswer(Object.assign(new Error('raw'), error)).body).toEqual({
+      error: 400,
+      message,
+    });
+  });
+
+  it.each([
+    'SQLITE_BUSY',
+    'SQLITE_FULL',
+    'SQLITE_IOERR_WRITE',
+    'SQLITE_READONLY',
+  ])('answers the database failure %s with 503', (code) => {
+    const driverError = Object.assign(
+      new Error('disk I/O error at /var/lib/x'),
+      { code },
+    );
+    expect(
+      toErrorAnswer(new QueryFailedError('INSERT', [], driverError)).body,
+    ).toEqual({
+      error: 503,
+      message: 'the database is unavailable; try again later',
+    });
+  });
+
+  it.each([
+    ['an Error', new Error('SELECT * FROM secrets at /srv/db.sqlite')],
+    ['a string', 'boom'],
+    ['null', null],
+    [
+      'a constraint failure of the code',
+      new QueryFailedError(
+        'INSERT',
+        [],
+        Object.assign(new Error('x'), { code: 'SQLITE_CONSTRAINT_NOTNULL' }),
+      ),
+    ],
+    ['an object with an unknown type', { type: 'something.else' }],
+  ])('answers %s with a generic 500 and no details', (_label, exception) => {
+    expect(toErrorAnswer(exception)).toEqual({
+      body: { error: 500, message: 'internal server error' },
+      headers: {},
+    });
+  });
+});
+
+describe('AllExceptionsFilter', () => {
+  function hostFor(response: object): ArgumentsHost {
+    return {
+      switchToHttp: () => ({ getResponse: () => response }),
+    } as unknown as ArgumentsHost;
+  }
+
+  it('writes the Error body with its status and headers', () => {
+    const response = {
+      headersSent: false,
+      status: jest.fn().mockReturnThis(),
+      set: jest.fn().mockReturnThis(),
+      json: jest.fn().mockReturnThis(),
+    };
+    new AllExceptionsFilter().catch(
+      new HttpErrorWithHeaders(403, 'lacks scope', {
+        'WWW-Authenticate': 'Bearer error="insufficient_scope"',
+      }),
+      hostFor(response),
+    );
+    expect(response.status).toHaveBeenCalledWith(403);
+    expect(response.set).toHaveBeenCalledWith({
+      'WWW-Authenticate': 'Bearer error="insufficient_scope"',
+    });
+    expect(response.json).toHaveBeenCalledWith({
+      error: 403,
+      message: 'lacks scope',
+    });
+  });
+
+  it('cuts the connection when the answer has already started', () => {
+    const response = {
+      headersSent: true,
+      destroy: jest.fn(),
+      status: jest.fn(),
+    };
+    new AllExceptionsFilter().catch(new Error('late'), hostFor(response));
+    expect(response.destroy).toHaveBeenCalled();
+    expect(response.status).not.toHaveBeenCalled();
+  });
+});
