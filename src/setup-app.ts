@@ -5,6 +5,7 @@ import { AppModule } from './app.module';
 import { createJsonBodyMiddleware } from './common/json/json-body.middleware';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { appConfig, type AppConfig } from './config/app.config';
+import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
 
 /**
  * Builds the application exactly as users run it; main.ts and the e2e tests both call this, so
@@ -21,5 +22,6 @@ export async function createApp(): Promise<NestExpressApplication> {
   app.disable('x-powered-by');
   app.use(...createJsonBodyMiddleware(config.bodyLimitBytes));
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
+  serveOpenApi(app, buildOpenApiDocument(app, config));
   return app;
 }

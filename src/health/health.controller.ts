@@ -1,12 +1,19 @@
-import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
-import { ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import {
-  HealthCheck,
-  HealthCheckService,
-  TypeOrmHealthIndicator,
-} from '@nestjs/terminus';
+  Controller,
+  Get,
+  Header,
+  ServiceUnavailableException,
+} from '@nestjs/common';
+import {
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
-import { ErrorBody } from '../common/errors/error-body';
+import { ErrorBody } from '../common/errors/error-body.dto';
+import { HealthStatusDto } from './dto/health-status.dto';
 
 @ApiTags('health')
 @Public()
@@ -17,24 +24,30 @@ export class HealthController {
     private readonly database: TypeOrmHealthIndicator,
   ) {}
 
-  /** The process is up and serving HTTP. */
+  /** Liveness: the process is up and serving HTTP */
   @Get('live')
-  live() {
+  @ApiOperation({ operationId: 'getLiveness' })
+  @Header('Cache-Control', 'no-store')
+  @ApiOkResponse({ description: 'The process is live', type: HealthStatusDto })
+  live(): HealthStatusDto {
     return { status: 'ok' };
   }
 
-  /** The service can reach its database. */
+  /** Readiness: the service can reach its database */
   @Get('ready')
-  @HealthCheck()
+  @ApiOperation({ operationId: 'getReadiness' })
+  @Header('Cache-Control', 'no-store')
+  @ApiOkResponse({ description: 'The database answers', type: HealthStatusDto })
   @ApiServiceUnavailableResponse({
     description: 'The database is unreachable',
     type: ErrorBody,
   })
-  async ready() {
+  async ready(): Promise<HealthStatusDto> {
     try {
-      return await this.health.check([
+      const { status, info } = await this.health.check([
         () => this.database.pingCheck('database', { timeout: 2000 }),
       ]);
+      return { status, info };
     } catch {
       throw new ServiceUnavailableException('the database is unreachable');
     }

@@ -3,13 +3,18 @@ import {
   ApiBadRequestResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiTags,
+  ApiBody,
 } from '@nestjs/swagger';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
-import { ErrorBody } from '../common/errors/error-body';
+import { ApiServiceErrorResponses } from '../common/errors/api-error-responses.decorator';
+import { ErrorBody } from '../common/errors/error-body.dto';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { PlantDto } from './dto/plant.dto';
 import { PlantsService } from './plants.service';
 
+@ApiTags('plants')
+@ApiServiceErrorResponses()
 @Controller('plants')
 export class PlantsController {
   constructor(private readonly plantsService: PlantsService) {}
@@ -17,7 +22,15 @@ export class PlantsController {
   @Post()
   @HttpCode(HttpStatus.OK)
   @RequireScopes('plants:write')
-  @ApiOperation({ summary: 'Creates a new plant in the store' })
+  @ApiOperation({
+    operationId: 'addPlant',
+    summary: 'Creates a new plant in the store',
+  })
+  @ApiBody({
+    description: 'Plant to add to the store',
+    type: CreatePlantDto,
+    required: true,
+  })
   @ApiOkResponse({ description: 'plant response', type: PlantDto })
   @ApiBadRequestResponse({ description: 'unexpected error', type: ErrorBody })
   async create(@Body() newPlant: CreatePlantDto): Promise<PlantDto> {

@@ -5,6 +5,7 @@ import {
   type Server,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { recordResponse } from './response-contract';
 
 export interface RawResponse {
   status: number;
@@ -48,14 +49,22 @@ export function sendRaw(
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          recordResponse({
+            method: options.method ?? 'POST',
+            path: options.path,
+            status: res.statusCode ?? 0,
+            contentType: res.headers['content-type'],
+            text,
+          });
           resolve({
             status: res.statusCode ?? 0,
             headers: res.headers,
-            text: Buffer.concat(chunks).toString('utf8'),
+            text,
             reusedSocket: req.reusedSocket,
-          }),
-        );
+          });
+        });
       },
     );
     req.on('error', reject);

@@ -8,6 +8,8 @@ import request from 'supertest';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
 import { TokensService } from '../../src/auth/tokens.service';
 import { createApp } from '../../src/setup-app';
+import { recordResponse, useResponseContract } from './response-contract';
+import type { Doc } from './openapi-contract';
 
 export interface TestApp {
   app: NestExpressApplication;
@@ -56,11 +58,15 @@ export async function startTestApp(
   await app.listen(0, '127.0.0.1');
   const server: Server = app.getHttpServer();
   const tokens = app.get(TokensService);
+  const document = JSON.parse(
+    (await request(server).get('/openapi.json')).text,
+  ) as Doc;
+  useResponseContract(document);
   return {
     app,
     server,
     databaseFile,
-    http: () => request(server),
+    http: () => checkedAgainstDocument(request(server)),
     issueToken: async ({ scopes = [...SCOPES], expiresAt } = {}) =>
       (await tokens.issue({ name: 'test', scopes, expiresAt })).token,
     openDatabase: () => {
@@ -73,4 +79,54 @@ export async function startTestApp(
       folder?.remove();
     },
   };
+}
+
+const HTTP_METHODS = [
+  'get',
+  'post',
+  'put',
+  'patch',
+  'delete',
+  'head',
+  'options',
+];
+
+interface SuperagentResponse {
+  status: number;
+  text: string;
+  headers: Record<string, string>;
+}
+
+/** supertest, with each answer checked against the served OpenAPI document. */
+function checkedAgainstDocument(
+  agent: ReturnType<typeof request>,
+): ReturnType<typeof request> {
+  return new Proxy(agent, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (
+        typeof property !== 'string' ||
+        !HTTP_METHODS.includes(property) ||
+        typeof value !== 'function'
+      ) {
+        return value;
+      }
+      return (path: string) => {
+        const test = (value as (path: string) => request.Test).call(
+          target,
+          path,
+        );
+        test.on('response', (response: SuperagentResponse) =>
+          recordResponse({
+            method: property.toUpperCase(),
+            path,
+            status: response.status,
+            contentType: response.headers['content-type'],
+            text: response.text ?? '',
+          }),
+        );
+        return test;
+      };
+    },
+  });
 }

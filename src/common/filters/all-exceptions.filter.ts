@@ -9,7 +9,7 @@ import {
 import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
-import type { ErrorBody } from '../errors/error-body';
+import type { ErrorBody } from '../errors/error-body.dto';
 
 export interface ErrorAnswer {
   body: ErrorBody;

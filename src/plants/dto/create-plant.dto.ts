@@ -1,23 +1,20 @@
-import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { ValidateIf } from 'class-validator';
 import { IsInt64, IsUnicodeString } from '../../common/validation/validators';
 
 /** The spec's NewPlant: a Plant plus the id the client chooses. */
 @ApiSchema({ name: 'NewPlant' })
 export class CreatePlantDto {
-  @ApiProperty({
-    type: 'integer',
-    format: 'int64',
-    description: 'Identification number of the plant',
-  })
+  /** Identification number of the plant */
+  @ApiProperty({ type: 'integer', format: 'int64' })
   @IsInt64()
   id!: bigint;
 
-  @ApiProperty({ description: 'The name of the plant' })
+  /** The name of the plant */
   @IsUnicodeString()
   name!: string;
 
-  @ApiPropertyOptional({ description: 'Tag that specifies the type of plant' })
+  /** Tag that specifies the type of plant */
   // absent is fine, null is not a string (D4)
   @ValidateIf((plant: CreatePlantDto) => plant.tag !== undefined)
   @IsUnicodeString()

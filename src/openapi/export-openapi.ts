@@ -1,0 +1,31 @@
+import { writeFileSync } from 'node:fs';
+import { appConfig, type AppConfig } from '../config/app.config';
+import { createApp } from '../setup-app';
+import { buildOpenApiDocument } from './openapi-document';
+
+/**
+ * `npm run openapi:export [-- file]`: writes the generated document (default
+ * dist/openapi.json) without listening on a port or touching a database file.
+ */
+async function exportOpenApi(target: string): Promise<void> {
+  process.env.DATABASE_URL = 'sqlite::memory:';
+  process.env.LOG_LEVEL ??= 'silent';
+  const app = await createApp();
+  try {
+    const document = buildOpenApiDocument(
+      app,
+      app.get<AppConfig>(appConfig.KEY),
+    );
+    writeFileSync(target, `${JSON.stringify(document, null, 2)}\n`);
+    console.log(`wrote ${target}`);
+  } finally {
+    await app.close();
+  }
+}
+
+exportOpenApi(process.argv[2] ?? 'dist/openapi.json').catch(
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);

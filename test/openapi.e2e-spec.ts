@@ -1,0 +1,278 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import {
+  compareWithReference,
+  instantiateReference,
+  loadReference,
+  REFERENCE_PATH,
+  type Doc,
+} from './helpers/openapi-contract';
+import { ResponseContract } from './helpers/response-contract';
+import { ROOT } from './helpers/service-process';
+import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
+
+const PUBLIC_BASE_URL = 'https://plants.example.test';
+
+/** Runs a dev tool from node_modules/.bin, quietly and offline. */
+function runTool(tool: string, args: string[]) {
+  const result = spawnSync(join(ROOT, 'node_modules', '.bin', tool), args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: {
+      ...process.env,
+      REDOCLY_TELEMETRY: 'off',
+      REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+      NO_COLOR: '1',
+    },
+  });
+  return {
+    status: result.status,
+    output: `${result.stdout}\n${result.stderr}`,
+  };
+}
+
+describe('the OpenAPI document', () => {
+  let testApp: TestApp;
+  let generated: Doc;
+  let reference: Doc;
+  let folder: ReturnType<typeof makeTempFolder>;
+  let generatedFile: string;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({ env: { PUBLIC_BASE_URL } });
+    generated = (await testApp.http().get('/openapi.json').expect(200))
+      .body as Doc;
+    reference = loadReference();
+    folder = makeTempFolder();
+    generatedFile = join(folder.path, 'generated.json');
+    writeFileSync(generatedFile, JSON.stringify(generated));
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    folder.remove();
+  });
+
+  describe('as served', () => {
+    it('is public at /openapi.json and /openapi.yaml, the same document in both', async () => {
+      const yaml = await testApp.http().get('/openapi.yaml').expect(200);
+      expect(yaml.headers['content-type']).toMatch(/yaml/);
+      expect(load(yaml.text)).toEqual(generated);
+    });
+
+    it('serves Swagger UI publicly at /docs', async () => {
+      const page = await testApp.http().get('/docs').redirects(1).expect(200);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.text).toContain('swagger-ui');
+    });
+
+    it('declares OpenAPI 3.1.0, the spec title, version and MIT license', () => {
+      expect(generated.openapi).toBe('3.1.0');
+      expect(generated.info).toMatchObject({
+        title: 'OpenAPI Plant Store',
+        version: '1.0.0',
+        license: { name: 'MIT', identifier: 'MIT' },
+      });
+    });
+
+    it('names its server after PUBLIC_BASE_URL', () => {
+      expect((generated.servers as Doc[])[0].url).toBe(PUBLIC_BASE_URL);
+    });
+
+    it("uses the spec's names: Plant, NewPlant, Error and bearerAuth", () => {
+      const components = generated.components as Doc;
+      expect(Object.keys(components.schemas as Doc)).toEqual(
+        expect.arrayContaining(['Plant', 'NewPlant', 'Error']),
+      );
+      expect(components.securitySchemes).toEqual({
+        bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      });
+      expect(generated.security).toEqual([{ bearerAuth: [] }]);
+    });
+
+    it('declares the health probes public with security: []', () => {
+      const paths = generated.paths as Record<string, Record<string, Doc>>;
+      expect(paths['/health/live'].get.security).toEqual([]);
+      expect(paths['/health/ready'].get.security).toEqual([]);
+    });
+  });
+
+  describe('against the reference openapi/plant-store.yaml', () => {
+    it('has every path, operation, body, response and schema of the reference, adding only what the decisions allow', () => {
+      expect(compareWithReference(reference, generated)).toEqual([]);
+    });
+
+    it('shows no breaking change in redocly diff from the reference', () => {
+      // the reference as this deployment serves it: {base_url} filled in, allOf merged
+      const referenceFile = join(folder.path, 'reference.json');
+      writeFileSync(
+        referenceFile,
+        JSON.stringify(instantiateReference(reference, PUBLIC_BASE_URL)),
+      );
+      const { status, output } = runTool('redocly', [
+        'diff',
+        referenceFile,
+        generatedFile,
+        '--fail-on',
+        'major',
+      ]);
+      expect(output).not.toMatch(/✖ major/);
+      expect(status).toBe(0);
+    });
+
+    it.each([
+      ['the reference', REFERENCE_PATH],
+      ['the generated document', 'generated'],
+    ])(
+      '%s passes spectral lint (spectral:oas) with no error',
+      (_label, file) => {
+        const { status, output } = runTool('spectral', [
+          'lint',
+          '--fail-severity=error',
+          '--ruleset',
+          join(ROOT, '.spectral.yaml'),
+          file === 'generated' ? generatedFile : file,
+        ]);
+        expect(output).not.toMatch(
+          /\d+ errors?[,)]/.test(output) ? /[1-9]\d* errors?/ : /^$/,
+        );
+        expect(status).toBe(0);
+      },
+    );
+
+    it.each([
+      ['the reference', REFERENCE_PATH],
+      ['the generated document', 'generated'],
+    ])('%s passes redocly lint', (_label, file) => {
+      const { status, output } = runTool('redocly', [
+        'lint',
+        file === 'generated' ? generatedFile : file,
+      ]);
+      expect(output).toContain('Your API description is valid');
+      expect(status).toBe(0);
+    });
+  });
+
+  describe('the contract check itself', () => {
+    function mutated(change: (document: Doc) => void): Doc {
+      const copy = structuredClone(generated);
+      change(copy);
+      return copy;
+    }
+    const schema = (document: Doc, name: string) =>
+      (
+        (document.components as Doc).schemas as Record<
+          string,
+          { properties: Doc; required?: string[] }
+        >
+      )[name];
+
+    it('reports a renamed field', () => {
+      const broken = mutated((document) => {
+        const newPlant = schema(document, 'NewPlant');
+        newPlant.properties.title = newPlant.properties.name;
+        delete newPlant.properties.name;
+        newPlant.required = ['id', 'title'];
+      });
+      expect(compareWithReference(reference, broken)).toEqual(
+        expect.arrayContaining([
+          'schema NewPlant: property name is required in the reference but not in the generated document',
+          'schema NewPlant: property name of the reference is missing from the generated document',
+          'schema NewPlant: property title is in the generated document but not in the reference',
+        ]),
+      );
+    });
+
+    it('reports tag made required', () => {
+      const broken = mutated((document) =>
+        schema(document, 'Plant').required?.push('tag'),
+      );
+      expect(compareWithReference(reference, broken)).toContain(
+        'schema Plant: property tag is required in the generated document but optional in the reference',
+      );
+    });
+
+    it('reports id changed to int32', () => {
+      const broken = mutated((document) => {
+        (schema(document, 'NewPlant').properties.id as Doc).format = 'int32';
+      });
+      expect(compareWithReference(reference, broken)).toContain(
+        'schema NewPlant.id: format is int32 in the generated document, int64 in the reference',
+      );
+    });
+
+    it('reports a dropped 400 response', () => {
+      const broken = mutated((document) => {
+        delete (
+          ((document.paths as Doc)['/plants'] as Doc).post as { responses: Doc }
+        ).responses['400'];
+      });
+      expect(compareWithReference(reference, broken)).toContain(
+        'POST /plants: response 400 is missing from the generated document',
+      );
+    });
+
+    it('reports an undocumented protected operation', () => {
+      const broken = mutated((document) => {
+        (document.paths as Doc)['/secret'] = {
+          get: { responses: { 200: { description: 'x' } } },
+        };
+      });
+      expect(compareWithReference(reference, broken)).toContain(
+        'GET /secret is in the generated document but not in the reference (only public probes may be added)',
+      );
+    });
+
+    it('flags answers whose status or body the document does not promise', () => {
+      const contract = new ResponseContract(generated);
+      const answer = {
+        method: 'POST',
+        path: '/plants',
+        contentType: 'application/json',
+      };
+      expect(
+        contract.check({ ...answer, status: 200, text: '{"id":1,"name":"x"}' }),
+      ).toBeUndefined();
+      expect(contract.check({ ...answer, status: 418, text: '{}' })).toMatch(
+        /status 418 is not documented/,
+      );
+      expect(
+        contract.check({ ...answer, status: 400, text: '{"statusCode":400}' }),
+      ).toMatch(/does not match/);
+      expect(
+        contract.check({
+          ...answer,
+          status: 200,
+          text: '{"id":1.5,"name":"x"}',
+        }),
+      ).toMatch(/does not match/);
+      expect(
+        contract.check({
+          ...answer,
+          path: '/nowhere',
+          status: 200,
+          text: '{}',
+        }),
+      ).toMatch(/only a 404 Error/);
+    });
+  });
+
+  it('is written to a file by npm run openapi:export without listening on a port', () => {
+    const target = join(folder.path, 'exported.json');
+    const result = spawnSync(
+      process.execPath,
+      [join(ROOT, 'dist', 'openapi', 'export-openapi.js'), target],
+      {
+        cwd: folder.path,
+        env: { PATH: process.env.PATH ?? '', PUBLIC_BASE_URL, PORT: '1' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    expect(result.status).toBe(0);
+    expect(JSON.parse(readFileSync(target, 'utf8'))).toEqual(generated);
+  });
+});
