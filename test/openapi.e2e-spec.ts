@@ -136,9 +136,7 @@ describe('the OpenAPI document', () => {
           join(ROOT, '.spectral.yaml'),
           file === 'generated' ? generatedFile : file,
         ]);
-        expect(output).not.toMatch(
-          /\d+ errors?[,)]/.test(output) ? /[1-9]\d* errors?/ : /^$/,
-        );
+        expect(output).not.toMatch(/\b[1-9]\d* errors?\b/);
         expect(status).toBe(0);
       },
     );

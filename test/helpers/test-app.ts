@@ -37,7 +37,11 @@ export function makeTempFolder(): { path: string; remove: () => void } {
  * an ephemeral loopback port.
  */
 export async function startTestApp(
-  options: { databaseFile?: string; env?: Record<string, string> } = {},
+  options: {
+    databaseFile?: string;
+    env?: Record<string, string>;
+    port?: number;
+  } = {},
 ): Promise<TestApp> {
   const folder = options.databaseFile ? undefined : makeTempFolder();
   const databaseFile =
@@ -55,7 +59,7 @@ export async function startTestApp(
     process.env = savedEnv;
   }
   // listening on loopback up front lets supertest send concurrent requests over real HTTP
-  await app.listen(0, '127.0.0.1');
+  await app.listen(options.port ?? 0, '127.0.0.1');
   const server: Server = app.getHttpServer();
   const tokens = app.get(TokensService);
   const document = JSON.parse(

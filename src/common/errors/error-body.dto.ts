@@ -4,10 +4,9 @@ import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 @ApiSchema({ name: 'Error' })
 export class ErrorBody {
   /** Numeric error value: the HTTP status code of the response */
-  @ApiProperty({ type: 'integer', format: 'int32', example: 400 })
+  @ApiProperty({ type: 'integer', format: 'int32' })
   error!: number;
 
   /** Error message text: one sentence naming what is wrong and where */
-  @ApiProperty({ example: 'name must be a string' })
   message!: string;
 }
