@@ -20,7 +20,7 @@ describe('the application', () => {
     ['GET', '/nowhere'],
     ['POST', '/plants/extra/segments'],
     ['PUT', '/plants'],
-    ['GET', '/plants/..%2f..%2fetc%2fpasswd'],
+    ['GET', '/plants/1/..%2f..%2fetc%2fpasswd'],
   ])(
     'answers an unknown route %s %s with a 404 Error',
     async (method, path) => {

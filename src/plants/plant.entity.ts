@@ -1,6 +1,8 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import { bigintTransformer } from '../database/bigint.transformer';
 
+// keyset pages filtered by tag scan this index from the cursor on
+@Index('IDX_plants_tag_id', ['tag', 'id'])
 @Entity('plants')
 export class Plant {
   /** Supplied by the client; a true int64. */

@@ -1,9 +1,19 @@
-import { BadRequestException, Injectable } from '@nestjs/common';
+import {
+  BadRequestException,
+  Injectable,
+  NotFoundException,
+} from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { MoreThan, Repository, type FindOptionsWhere } from 'typeorm';
 import { isUniqueViolation } from '../database/database-errors';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
+
+export interface PlantPage {
+  plants: Plant[];
+  /** Set when more plants follow the last one of this page. */
+  hasMore: boolean;
+}
 
 @Injectable()
 export class PlantsService {
@@ -28,4 +38,39 @@ export class PlantsService {
     }
     return plant;
   }
+
+  /** Keyset pagination: an index range scan from `after`, whatever the table's size. */
+  async list(options: {
+    limit: number;
+    tag?: string;
+    after?: bigint;
+  }): Promise<PlantPage> {
+    const where: FindOptionsWhere<Plant> = {};
+    if (options.after !== undefined) where.id = MoreThan(options.after);
+    if (options.tag !== undefined) where.tag = options.tag;
+    const plants = await this.plants.find({
+      where,
+      order: { id: 'ASC' },
+      take: options.limit + 1,
+    });
+    return {
+      plants: plants.slice(0, options.limit),
+      hasMore: plants.length > options.limit,
+    };
+  }
+
+  async findOne(id: bigint): Promise<Plant> {
+    const plant = await this.plants.findOneBy({ id });
+    if (!plant) throw plantNotFound(id);
+    return plant;
+  }
+
+  async remove(id: bigint): Promise<void> {
+    const { affected } = await this.plants.delete({ id });
+    if (!affected) throw plantNotFound(id);
+  }
+}
+
+function plantNotFound(id: bigint) {
+  return new NotFoundException(`no plant with id ${id} exists`);
 }

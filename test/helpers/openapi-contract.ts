@@ -191,6 +191,7 @@ export function compareSchemas(
         `${where}[]`,
         reference.items ?? {},
         generated.items ?? {},
+        allowedExtraProperties,
       ),
     );
   }
@@ -200,10 +201,22 @@ export function compareSchemas(
 function operationsOf(document: Doc): Map<string, Doc> {
   const operations = new Map<string, Doc>();
   for (const [path, item] of Object.entries(asDoc(document.paths))) {
+    const pathParameters = (asDoc(item).parameters as Doc[] | undefined) ?? [];
     for (const method of METHODS) {
       const operation = asDoc(item)[method];
-      if (operation)
-        operations.set(`${method.toUpperCase()} ${path}`, asDoc(operation));
+      if (!operation) continue;
+      const parameters = [
+        ...pathParameters,
+        ...((asDoc(operation).parameters as Doc[] | undefined) ?? []),
+      ].map((parameter) =>
+        typeof parameter.$ref === 'string'
+          ? resolvePointer(document, parameter.$ref)
+          : parameter,
+      );
+      operations.set(`${method.toUpperCase()} ${path}`, {
+        ...asDoc(operation),
+        parameters,
+      });
     }
   }
   return operations;

@@ -39,6 +39,13 @@ export class AppValidationPipe extends ValidationPipe {
     });
   }
 
+  /** bigint path ids are read by ParseInt64Pipe, after this pipe; there is no class to check. */
+  protected override toValidate(metadata: ArgumentMetadata): boolean {
+    return (
+      (metadata.metatype as unknown) !== BigInt && super.toValidate(metadata)
+    );
+  }
+
   override async transform(
     value: unknown,
     metadata: ArgumentMetadata,

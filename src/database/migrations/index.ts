@@ -1,4 +1,5 @@
 import { Initial1795654899005 } from './1795654899005-Initial';
+import { PlantsTagIndex1795655738339 } from './1795655738339-PlantsTagIndex';
 
 /** Listed by class, not by glob, so ts-jest, the built service and the TypeORM CLI load the same. */
-export const migrations = [Initial1795654899005];
+export const migrations = [Initial1795654899005, PlantsTagIndex1795655738339];

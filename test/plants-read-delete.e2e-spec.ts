@@ -1,0 +1,269 @@
+import { freePort } from './helpers/service-process';
+import { startTestApp, type TestApp } from './helpers/test-app';
+
+const INT64_MIN = '-9223372036854775808';
+const INT64_MAX = '9223372036854775807';
+
+describe('listing, reading and deleting plants', () => {
+  let testApp: TestApp;
+  let baseUrl: string;
+  let writer: string;
+  let reader: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    testApp = await startTestApp({ port, env: { PUBLIC_BASE_URL: baseUrl } });
+    writer = await testApp.issueToken({ scopes: ['plants:write'] });
+    reader = await testApp.issueToken({ scopes: ['plants:read'] });
+  });
+
+  afterAll(() => testApp.close());
+
+  const create = (body: string) =>
+    testApp
+      .http()
+      .post('/plants')
+      .set('Authorization', `Bearer ${writer}`)
+      .set('Content-Type', 'application/json')
+      .send(body)
+      .expect(200);
+  const get = (path: string, token = reader) =>
+    testApp.http().get(path).set('Authorization', `Bearer ${token}`);
+  const remove = (path: string, token = writer) =>
+    testApp.http().delete(path).set('Authorization', `Bearer ${token}`);
+
+  function nextLink(header: string | undefined): string | undefined {
+    if (header === undefined) return undefined;
+    const match = /^<([^>]+)>; rel="next"$/.exec(header);
+    if (!match) throw new Error(`not a next link: ${header}`);
+    return match[1];
+  }
+
+  describe('GET /plants/{id}', () => {
+    beforeAll(async () => {
+      await create(`{"id":${INT64_MIN},"name":"Lowest","tag":"edge"}`);
+      await create(`{"id":${INT64_MAX},"name":"Highest"}`);
+    });
+
+    it.each([
+      [INT64_MIN, `{"id":${INT64_MIN},"name":"Lowest","tag":"edge"}`],
+      [INT64_MAX, `{"id":${INT64_MAX},"name":"Highest"}`],
+    ])('answers 200 with the plant %s, exactly', async (id, text) => {
+      const response = await get(`/plants/${id}`);
+      expect(response.status).toBe(200);
+      expect(response.text).toBe(text);
+    });
+
+    it('answers 404 for an id nobody has', async () => {
+      const response = await get('/plants/404404');
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({
+        error: 404,
+        message: 'no plant with id 404404 exists',
+      });
+    });
+
+    it.each([
+      'abc',
+      '1.0',
+      '1e3',
+      '+1',
+      '9223372036854775808',
+      '-9223372036854775809',
+      '%20',
+    ])('answers 400 for the id %j, which is not an int64', async (id) => {
+      const response = await get(`/plants/${id}`);
+      expect(response.status).toBe(400);
+      expect(response.body.message).toMatch(
+        /^id in the path must be an integer between -9223372036854775808 and 9223372036854775807, got /,
+      );
+    });
+  });
+
+  describe('DELETE /plants/{id}', () => {
+    it('answers 204 with no body, after which the plant is gone', async () => {
+      await create('{"id":5000,"name":"Doomed"}');
+      const response = await remove('/plants/5000');
+      expect(response.status).toBe(204);
+      expect(response.text).toBe('');
+      await get('/plants/5000').expect(404);
+      const db = testApp.openDatabase();
+      expect(
+        db.prepare('SELECT count(*) AS n FROM plants WHERE id = 5000').get(),
+      ).toEqual({ n: 0n });
+      db.close();
+    });
+
+    it('answers 404 for an id nobody has, and for one deleted already', async () => {
+      await create('{"id":5001,"name":"Once"}');
+      await remove('/plants/5001').expect(204);
+      const again = await remove('/plants/5001');
+      expect(again.status).toBe(404);
+      expect(again.body).toEqual({
+        error: 404,
+        message: 'no plant with id 5001 exists',
+      });
+    });
+
+    it('deletes the extreme ids exactly', async () => {
+      await remove(`/plants/${INT64_MAX}`).expect(204);
+      await get(`/plants/${INT64_MIN}`).expect(200);
+      await create(`{"id":${INT64_MAX},"name":"Highest again"}`);
+    });
+
+    it('answers 400 for an id that is not an int64', async () => {
+      await remove('/plants/twelve').expect(400);
+    });
+  });
+
+  describe('scopes', () => {
+    it('gives a read-only token 403 on POST and DELETE', async () => {
+      const post = await testApp
+        .http()
+        .post('/plants')
+        .set('Authorization', `Bearer ${reader}`)
+        .send({ id: 6000, name: 'Nope' });
+      expect(post.status).toBe(403);
+      const del = await remove(`/plants/${INT64_MIN}`, reader);
+      expect(del.status).toBe(403);
+      expect(del.headers['www-authenticate']).toContain('scope="plants:write"');
+      await get(`/plants/${INT64_MIN}`).expect(200);
+    });
+
+    it('gives a write-only token 403 on the GETs', async () => {
+      const one = await get(`/plants/${INT64_MIN}`, writer);
+      expect(one.status).toBe(403);
+      expect(one.headers['www-authenticate']).toContain('scope="plants:read"');
+      await get('/plants', writer).expect(403);
+    });
+
+    it('gives no token 401 on every operation', async () => {
+      await testApp.http().get('/plants').expect(401);
+      await testApp.http().get('/plants/1').expect(401);
+      await testApp.http().delete('/plants/1').expect(401);
+    });
+  });
+
+  describe('GET /plants', () => {
+    const PAGED = 2500;
+    const FIRST = 10_000;
+
+    beforeAll(async () => {
+      const ids = Array.from({ length: PAGED }, (_, i) => FIRST + i);
+      for (let start = 0; start < ids.length; start += 50) {
+        await Promise.all(
+          ids.slice(start, start + 50).map((id) =>
+            create(
+              JSON.stringify({
+                id,
+                name: `plant ${id}`,
+                tag: id % 3 === 0 ? 'fizz' : 'other',
+              }),
+            ),
+          ),
+        );
+      }
+    });
+
+    it(`pages through ${PAGED} plants with limit and after, each exactly once, in id order`, async () => {
+      const seen: number[] = [];
+      let path: string | undefined = `/plants?limit=97&after=${FIRST - 1}`;
+      let pages = 0;
+      while (path !== undefined) {
+        const response = await get(path).expect(200);
+        const page = response.body as { id: number }[];
+        expect(page.length).toBeLessThanOrEqual(97);
+        seen.push(...page.map((plant) => plant.id));
+        const link = nextLink(response.headers.link);
+        if (link !== undefined) {
+          expect(link.startsWith(`${baseUrl}/plants?`)).toBe(true);
+          path = link.slice(baseUrl.length);
+        } else {
+          path = undefined;
+        }
+        pages += 1;
+      }
+      const paged = seen.filter((id) => id >= FIRST && id < FIRST + PAGED);
+      expect(paged).toEqual(Array.from({ length: PAGED }, (_, i) => FIRST + i));
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(pages).toBeGreaterThanOrEqual(Math.ceil(PAGED / 97));
+    });
+
+    it('starts from the lowest id and returns 100 plants by default', async () => {
+      const response = await get('/plants').expect(200);
+      expect(response.body).toHaveLength(100);
+      expect(
+        response.text.startsWith(
+          `[{"id":${INT64_MIN},"name":"Lowest","tag":"edge"}`,
+        ),
+      ).toBe(true);
+      expect(nextLink(response.headers.link)).toMatch(/[?&]limit=100(&|$)/);
+    });
+
+    it('filters by exact tag and keeps the tag in the next link', async () => {
+      const response = await get(
+        `/plants?tag=fizz&limit=10&after=${FIRST - 1}`,
+      ).expect(200);
+      const page = response.body as { id: number; tag: string }[];
+      expect(page.map((plant) => plant.id)).toEqual(
+        Array.from({ length: 10 }, (_, i) => FIRST + 2 + 3 * i).filter(
+          (id) => id % 3 === 0,
+        ).length === 10
+          ? Array.from({ length: 10 }, (_, i) => FIRST + 2 + 3 * i)
+          : page.map((plant) => plant.id),
+      );
+      expect(
+        page.every((plant) => plant.tag === 'fizz' && plant.id % 3 === 0),
+      ).toBe(true);
+      expect(nextLink(response.headers.link)).toContain('tag=fizz');
+      await get('/plants?tag=FIZZ').expect(200, '[]');
+      await get('/plants?tag=fiz').expect(200, '[]');
+    });
+
+    it('answers an empty page, without a next link, after the last id', async () => {
+      const response = await get(`/plants?after=${INT64_MAX}`).expect(200);
+      expect(response.text).toBe('[]');
+      expect(response.headers.link).toBeUndefined();
+    });
+
+    it('lists a plant without a tag with no tag key', async () => {
+      const response = await get(
+        `/plants?after=${INT64_MAX.slice(0, -1)}6&limit=1`,
+      ).expect(200);
+      expect(response.text).toBe(
+        `[{"id":${INT64_MAX},"name":"Highest again"}]`,
+      );
+    });
+
+    it.each(['0', '1001', '-1', '1.5', 'ten', '', '99999999999'])(
+      'answers 400 for limit=%j',
+      async (limit) => {
+        const response = await get(`/plants?limit=${limit}`);
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual({
+          error: 400,
+          message: 'limit must be an integer between 1 and 1000',
+        });
+      },
+    );
+
+    it.each(['9223372036854775808', 'abc', '1e3', '1.0'])(
+      'answers 400 for after=%j',
+      async (after) => {
+        const response = await get(`/plants?after=${after}`);
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual({
+          error: 400,
+          message:
+            'after must be an integer between -9223372036854775808 and 9223372036854775807',
+        });
+      },
+    );
+
+    it('answers 400 for a repeated limit', async () => {
+      await get('/plants?limit=1&limit=2').expect(400);
+    });
+  });
+});
