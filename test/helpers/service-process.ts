@@ -52,7 +52,7 @@ export async function startServiceProcess(
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
   );
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(
@@ -66,7 +66,7 @@ export async function startServiceProcess(
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the service was not live within 20 s:\n${output}`);
+      throw new Error(`the service was not live within 60 s:\n${output}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

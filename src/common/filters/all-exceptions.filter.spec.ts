@@ -1,6 +1,8 @@
 import {
   ArgumentsHost,
   BadRequestException,
+  ConsoleLogger,
+  Logger,
   NotFoundException,
 } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
@@ -110,6 +112,10 @@ describe('toErrorAnswer', () => {
 });
 
 describe('AllExceptionsFilter', () => {
+  beforeAll(() => Logger.overrideLogger(false));
+
+  afterAll(() => Logger.overrideLogger(new ConsoleLogger()));
+
   function hostFor(response: object): ArgumentsHost {
     return {
       switchToHttp: () => ({ getResponse: () => response }),
