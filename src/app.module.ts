@@ -8,16 +8,18 @@ import { createLoggerOptions } from './common/logging/logger-options';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig, type AppConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
+import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { PlantsModule } from './plants/plants.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
   imports: [
     ConfigModule.forRoot({
       isGlobal: true,
       ignoreEnvFile: true,
-      load: [appConfig, databaseConfig],
+      load: [appConfig, databaseConfig, webhooksConfig],
     }),
     LoggerModule.forRootAsync({
       inject: [appConfig.KEY],
@@ -27,6 +29,7 @@ import { PlantsModule } from './plants/plants.module';
     AuthModule,
     PlantsModule,
     HealthModule,
+    WebhooksModule,
   ],
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },

@@ -1,5 +1,6 @@
 import { readAppConfig } from './app.config';
 import { readDatabaseConfig } from './database.config';
+import { readWebhooksConfig } from './webhooks.config';
 
 /**
  * Reads every variable once before anything starts, so that a bad value stops the process with
@@ -8,4 +9,5 @@ import { readDatabaseConfig } from './database.config';
 export function validateEnvironment(env: NodeJS.ProcessEnv): void {
   readAppConfig(env);
   readDatabaseConfig(env);
+  readWebhooksConfig(env);
 }

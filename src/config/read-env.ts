@@ -101,3 +101,49 @@ export function readByteSize(
   }
   return bytes;
 }
+
+const DURATION_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** Durations such as `500ms`, `10s`, `5m`, `24h`, `2d`. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
+  const ms = match ? Number(match[1]) * DURATION_UNITS_MS[match[2]] : NaN;
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
+}
+
+export function readDuration(
+  env: Environment,
+  name: string,
+  fallbackMs: number,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const ms = parseDuration(raw);
+  if (ms === undefined) {
+    throw new ConfigError(
+      `${name} must be a positive duration such as 500ms, 10s, 5m, 24h or 2d, got ${describe(raw)}`,
+    );
+  }
+  return ms;
+}
+
+export function readBoolean(
+  env: Environment,
+  name: string,
+  fallback: boolean,
+): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') {
+    throw new ConfigError(
+      `${name} must be true or false, got ${describe(raw)}`,
+    );
+  }
+  return raw === 'true';
+}

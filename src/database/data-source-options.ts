@@ -5,9 +5,11 @@ import type { DataSourceOptions } from 'typeorm';
 import { ApiToken } from '../auth/api-token.entity';
 import type { DatabaseConfig } from '../config/database.config';
 import { Plant } from '../plants/plant.entity';
+import { WebhookDelivery } from '../webhooks/webhook-delivery.entity';
+import { WebhookSubscription } from '../webhooks/webhook-subscription.entity';
 import { migrations } from './migrations';
 
-export const entities = [Plant, ApiToken];
+export const entities = [Plant, ApiToken, WebhookSubscription, WebhookDelivery];
 
 /** Options shared by the service, its command-line tool and the TypeORM CLI (ormconfig.ts). */
 export function createDataSourceOptions(

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { bigintTransformer } from '../database/bigint.transformer';
+import { bigintTransformer } from '../database/column-transformers';
 
 // keyset pages filtered by tag scan this index from the cursor on
 @Index('IDX_plants_tag_id', ['tag', 'id'])

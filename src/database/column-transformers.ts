@@ -9,3 +9,10 @@ export const bigintTransformer: ValueTransformer = {
   from: (value: bigint | string | null) =>
     value === null ? null : BigInt(value),
 };
+
+/** Small integer columns (counts, status codes) as numbers, since safe integers make them bigints. */
+export const smallIntegerTransformer: ValueTransformer = {
+  to: (value: number | undefined | null) => value,
+  from: (value: bigint | number | string | null) =>
+    value === null ? null : Number(value),
+};

@@ -1,0 +1,42 @@
+import type { INestApplicationContext, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { CliModule } from './cli.module';
+
+export interface CliOutput {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+/** Opens the database (applying pending migrations), runs one piece of work, closes it. */
+export async function withService<S, T>(
+  service: Type<S>,
+  work: (instance: S) => Promise<T>,
+): Promise<T> {
+  const context: INestApplicationContext =
+    await NestFactory.createApplicationContext(CliModule, {
+      logger: false,
+      abortOnError: false,
+    });
+  try {
+    return await work(context.get(service));
+  } finally {
+    await context.close();
+  }
+}
+
+export function formatTime(date: Date | null): string {
+  return date === null ? '-' : date.toISOString();
+}
+
+/** Left-aligned columns separated by two spaces, header first. */
+export function formatTable(rows: string[][]): string[] {
+  const widths = rows[0].map((_, column) =>
+    Math.max(...rows.map((row) => row[column].length)),
+  );
+  return rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column]))
+      .join('  ')
+      .trimEnd(),
+  );
+}

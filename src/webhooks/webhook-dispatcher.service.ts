@@ -1,0 +1,163 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { LessThanOrEqual, Repository } from 'typeorm';
+import { stringifyLosslessJson } from '../common/json/lossless-json';
+import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { nextAttemptAt } from './retry-schedule';
+import { WebhookDelivery } from './webhook-delivery.entity';
+import { WebhookSender, type AttemptOutcome } from './webhook-sender';
+import { WebhookSubscription } from './webhook-subscription.entity';
+
+/** How many deliveries one instance sends at once. */
+const CONCURRENT_DELIVERIES = 8;
+
+/** The body of a delivery: the NewPlant that was added, with its exact int64 id. */
+export function deliveryBody({
+  plantId,
+  plantName,
+  plantTag,
+}: WebhookDelivery): string {
+  return stringifyLosslessJson(
+    plantTag === null
+      ? { id: plantId, name: plantName }
+      : { id: plantId, name: plantName, tag: plantTag },
+  );
+}
+
+/**
+ * Sends the outbox's pending deliveries: polls for due rows, sends each (same webhook-id on
+ * every attempt), records the outcome and schedules retries. At-least-once: an attempt cut
+ * short by shutdown or a crash leaves its row pending, to be sent again.
+ */
+@Injectable()
+export class WebhookDispatcher
+  implements OnApplicationBootstrap, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger(WebhookDispatcher.name);
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    @InjectRepository(WebhookDelivery)
+    private readonly deliveries: Repository<WebhookDelivery>,
+    @InjectRepository(WebhookSubscription)
+    private readonly subscriptions: Repository<WebhookSubscription>,
+    private readonly sender: WebhookSender,
+    @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.scheduleTick(0);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    clearTimeout(this.timer);
+    this.shutdown.abort();
+    await Promise.allSettled(this.inFlight.values());
+  }
+
+  private scheduleTick(delayMs: number): void {
+    if (this.shutdown.signal.aborted) return;
+    this.timer = setTimeout(() => void this.tick(), delayMs);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      const capacity = CONCURRENT_DELIVERIES - this.inFlight.size;
+      if (capacity > 0) {
+        const due = await this.deliveries.find({
+          where: {
+            status: 'pending',
+            nextAttemptAt: LessThanOrEqual(new Date()),
+          },
+          order: { nextAttemptAt: 'ASC' },
+          take: capacity + this.inFlight.size,
+        });
+        for (const delivery of due) {
+          if (this.inFlight.size >= CONCURRENT_DELIVERIES) break;
+          if (this.inFlight.has(delivery.id)) continue;
+          const attempt = this.attempt(delivery).finally(() =>
+            this.inFlight.delete(delivery.id),
+          );
+          this.inFlight.set(delivery.id, attempt);
+        }
+      }
+    } catch (error) {
+      if (!this.shutdown.signal.aborted) {
+        this.logger.error(error, 'could not read pending webhook deliveries');
+      }
+    } finally {
+      this.scheduleTick(this.config.pollIntervalMs);
+    }
+  }
+
+  private async attempt(delivery: WebhookDelivery): Promise<void> {
+    try {
+      const subscription = await this.subscriptions.findOneBy({
+        id: delivery.subscriptionId,
+      });
+      if (!subscription || subscription.removedAt !== null) {
+        await this.deliveries.update(
+          { id: delivery.id, status: 'pending' },
+          { status: 'cancelled' },
+        );
+        return;
+      }
+      const outcome = await this.sender.send(
+        {
+          url: subscription.url,
+          secret: subscription.secret,
+          id: delivery.id,
+          body: deliveryBody(delivery),
+        },
+        this.shutdown.signal,
+      );
+      // cut short by shutdown: not the receiver's fault; the row stays pending for next time
+      if (this.shutdown.signal.aborted) return;
+      await this.record(delivery, outcome);
+    } catch (error) {
+      if (!this.shutdown.signal.aborted) {
+        this.logger.error(error, `webhook delivery ${delivery.id} failed`);
+      }
+    }
+  }
+
+  private async record(
+    delivery: WebhookDelivery,
+    outcome: AttemptOutcome,
+  ): Promise<void> {
+    const now = new Date();
+    const attempts = delivery.attempts + 1;
+    const retryAt = outcome.delivered
+      ? undefined
+      : nextAttemptAt(attempts, delivery.createdAt, now, this.config);
+    await this.deliveries.update(
+      { id: delivery.id, status: 'pending' },
+      {
+        attempts,
+        lastAttemptAt: now,
+        lastStatusCode: outcome.statusCode ?? null,
+        lastError: outcome.error ?? null,
+        status: outcome.delivered
+          ? 'delivered'
+          : retryAt
+            ? 'pending'
+            : 'failed',
+        nextAttemptAt: retryAt ?? now,
+      },
+    );
+    if (!outcome.delivered) {
+      this.logger.warn(
+        `webhook delivery ${delivery.id} attempt ${attempts} failed: ${outcome.error}` +
+          (retryAt ? `; next try at ${retryAt.toISOString()}` : '; giving up'),
+      );
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { request as httpRequest, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { describeUrlProblem, publicOnlyLookup } from './outbound-target';
+import { signWebhook } from './webhook-signature';
+
+/** A receiver's answer is read this far at most; only its status matters. */
+const RESPONSE_BYTES_READ = 4096;
+
+export interface WebhookMessage {
+  url: string;
+  secret: string;
+  id: string;
+  body: string;
+}
+
+export interface AttemptOutcome {
+  delivered: boolean;
+  statusCode?: number;
+  /** Why the attempt failed, in a few words, for `webhooks deliveries`. */
+  error?: string;
+}
+
+/** Sends one Standard Webhooks request: no redirects followed, bounded in time and in reading. */
+@Injectable()
+export class WebhookSender {
+  constructor(
+    @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
+  ) {}
+
+  send(message: WebhookMessage, signal?: AbortSignal): Promise<AttemptOutcome> {
+    const problem = describeUrlProblem(
+      message.url,
+      this.config.allowPrivateNetworks,
+    );
+    if (problem) return Promise.resolve({ delivered: false, error: problem });
+
+    const timestamp = Math.floor(Date.now() / 1000);
+    const url = new URL(message.url);
+    const options: RequestOptions = {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(message.body),
+        'User-Agent': 'plant-store-webhooks/1.0',
+        'webhook-id': message.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signWebhook(
+          message.secret,
+          message.id,
+          timestamp,
+          message.body,
+        ),
+      },
+      signal,
+      lookup: this.config.allowPrivateNetworks ? undefined : publicOnlyLookup,
+    };
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+
+    return new Promise((resolve) => {
+      let settled = false;
+      const finish = (outcome: AttemptOutcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        request.destroy();
+        resolve(outcome);
+      };
+      const request = send(url, options, (response) => {
+        const statusCode = response.statusCode ?? 0;
+        let read = 0;
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read >= RESPONSE_BYTES_READ) response.destroy();
+        });
+        const settle = () =>
+          finish(
+            statusCode >= 200 && statusCode < 300
+              ? { delivered: true, statusCode }
+              : {
+                  delivered: false,
+                  statusCode,
+                  error: `the receiver answered ${statusCode}`,
+                },
+          );
+        response.on('end', settle);
+        response.on('close', settle);
+        response.on('error', settle);
+      });
+      const timer = setTimeout(
+        () =>
+          finish({
+            delivered: false,
+            error: `no answer within ${this.config.timeoutMs} ms`,
+          }),
+        this.config.timeoutMs,
+      );
+      request.on('error', (error: NodeJS.ErrnoException) =>
+        finish({ delivered: false, error: describeRequestError(error) }),
+      );
+      request.end(message.body);
+    });
+  }
+}
+
+function describeRequestError(error: NodeJS.ErrnoException): string {
+  switch (error.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+      return 'the host name does not resolve';
+    case 'ENOTPUBLIC':
+      return error.message;
+    case 'ABORT_ERR':
+      return 'aborted';
+    default:
+      return error.code ? `request failed (${error.code})` : 'request failed';
+  }
+}

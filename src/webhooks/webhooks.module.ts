@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { WebhookDispatcher } from './webhook-dispatcher.service';
+import { WebhookSender } from './webhook-sender';
+import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
+
+/** Plant-added webhooks: the service sends what the outbox holds. */
+@Module({
+  imports: [WebhookSubscriptionsModule],
+  providers: [WebhookSender, WebhookDispatcher],
+})
+export class WebhooksModule {}
