@@ -129,7 +129,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       ['tokens', 'create', '--name', 'x', '--expires-in', 'forever'],
       /expected a positive duration/,
     ],
-    [['tokens', 'revoke', '7'], /expected a token id/],
+    [['tokens', 'revoke', '7'], /expected an id as the list command shows it/],
   ])('rejects %j with a message and a non-zero exit', (args, message) => {
     const result = cli(...args);
     expect(result.status).not.toBe(0);

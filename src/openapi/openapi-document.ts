@@ -40,7 +40,63 @@ export function buildOpenApiDocument(
     name: 'MIT',
     identifier: 'MIT',
   } as typeof document.info.license;
+  addPlantAddedWebhook(document);
   return document;
+}
+
+const WEBHOOK_HEADERS = [
+  [
+    'webhook-id',
+    'The delivery id, the same on every retry: use it to drop duplicates',
+  ],
+  [
+    'webhook-timestamp',
+    'Seconds since the Unix epoch when this attempt was signed',
+  ],
+  [
+    'webhook-signature',
+    "`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's `whsec_` secret (Standard Webhooks)",
+  ],
+] as const;
+
+/**
+ * @nestjs/swagger has no decorator for OpenAPI 3.1 webhooks, so the plant-added webhook is
+ * added after generation, from the NewPlant schema the generated document already holds.
+ */
+function addPlantAddedWebhook(document: OpenAPIObject): void {
+  document.webhooks = {
+    '/plant/webhook': {
+      post: {
+        operationId: 'plantAdded',
+        summary: 'A plant was added to the store',
+        description:
+          'Sent to every subscription (`node dist/cli.js webhooks add --url URL`) after a plant is added, following the Standard Webhooks specification. Any 2xx answer acknowledges it; anything else is retried with exponential backoff.',
+        parameters: WEBHOOK_HEADERS.map(([name, description]) => ({
+          name,
+          in: 'header' as const,
+          required: true,
+          description,
+          schema: { type: 'string' as const },
+        })),
+        requestBody: {
+          description: 'Information about a new plant in the system',
+          required: true,
+          content: {
+            'application/json': {
+              schema: { $ref: '#/components/schemas/NewPlant' },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description:
+              'Return a 200 status to indicate that the data was received successfully',
+          },
+        },
+        security: [],
+      },
+    },
+  };
 }
 
 /** Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public. */

@@ -198,9 +198,22 @@ export function compareSchemas(
   return differences;
 }
 
+/** Operations by `METHOD /path`, and webhooks by `WEBHOOK name METHOD`. */
 function operationsOf(document: Doc): Map<string, Doc> {
   const operations = new Map<string, Doc>();
-  for (const [path, item] of Object.entries(asDoc(document.paths))) {
+  const items = [
+    ...Object.entries(asDoc(document.paths)).map(([path, item]) => ({
+      prefix: '',
+      path,
+      item,
+    })),
+    ...Object.entries(asDoc(document.webhooks)).map(([path, item]) => ({
+      prefix: 'WEBHOOK ',
+      path,
+      item,
+    })),
+  ];
+  for (const { prefix, path, item } of items) {
     const pathParameters = (asDoc(item).parameters as Doc[] | undefined) ?? [];
     for (const method of METHODS) {
       const operation = asDoc(item)[method];
@@ -213,7 +226,7 @@ function operationsOf(document: Doc): Map<string, Doc> {
           ? resolvePointer(document, parameter.$ref)
           : parameter,
       );
-      operations.set(`${method.toUpperCase()} ${path}`, {
+      operations.set(`${prefix}${method.toUpperCase()} ${path}`, {
         ...asDoc(operation),
         parameters,
       });
