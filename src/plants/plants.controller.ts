@@ -77,7 +77,7 @@ export class PlantsController {
       next.set('after', String(plants[plants.length - 1].id));
       response.setHeader(
         'Link',
-        `<${this.config.publicBaseUrl}/plants?${next}>; rel="next"`,
+        `<${this.config.publicBaseUrl}/plants?${next.toString()}>; rel="next"`,
       );
     }
     return plants.map((plant) => PlantDto.fromEntity(plant));

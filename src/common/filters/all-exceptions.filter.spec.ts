@@ -112,9 +112,13 @@ describe('toErrorAnswer', () => {
 });
 
 describe('AllExceptionsFilter', () => {
-  beforeAll(() => Logger.overrideLogger(false));
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
 
-  afterAll(() => Logger.overrideLogger(new ConsoleLogger()));
+  afterAll(() => {
+    Logger.overrideLogger(new ConsoleLogger());
+  });
 
   function hostFor(response: object): ArgumentsHost {
     return {

@@ -1,0 +1,73 @@
+import {
+  describeUrlProblem,
+  isPublicAddress,
+  publicOnlyLookup,
+} from './outbound-target';
+
+describe('isPublicAddress', () => {
+  it.each(['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946'])(
+    'accepts the public address %s',
+    (address) => {
+      expect(isPublicAddress(address)).toBe(true);
+    },
+  );
+
+  it.each([
+    ['loopback', '127.0.0.1'],
+    ['loopback', '127.8.9.10'],
+    ['IPv6 loopback', '::1'],
+    ['private', '10.1.2.3'],
+    ['private', '172.16.0.1'],
+    ['private', '192.168.0.1'],
+    ['link-local metadata', '169.254.169.254'],
+    ['carrier-grade NAT', '100.64.0.1'],
+    ['unspecified', '0.0.0.0'],
+    ['unique-local', 'fd00:ec2::254'],
+    ['IPv6 link-local', 'fe80::1'],
+    ['IPv4-mapped private', '::ffff:10.0.0.1'],
+    ['IPv4-mapped loopback', '::ffff:127.0.0.1'],
+    ['multicast', '224.0.0.1'],
+    ['broadcast', '255.255.255.255'],
+    ['not an address', 'example.com'],
+  ])('refuses the %s address %s', (_label, address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+});
+
+describe('describeUrlProblem', () => {
+  it('accepts a public http or https URL', () => {
+    expect(
+      describeUrlProblem('https://hooks.example.com/plants', false),
+    ).toBeUndefined();
+    expect(
+      describeUrlProblem('http://93.184.216.34:8080/x', false),
+    ).toBeUndefined();
+  });
+
+  it('accepts private targets when they are allowed', () => {
+    expect(describeUrlProblem('http://127.0.0.1:9/x', true)).toBeUndefined();
+  });
+
+  it.each([
+    ['not-a-url', /is not an absolute URL/],
+    ['file:///etc/passwd', /must use http or https/],
+    ['http://user:pass@example.com/', /must not carry credentials/],
+    ['http://localhost:3000/', /loopback name/],
+    ['http://api.localhost/', /loopback name/],
+    ['http://[::1]:80/', /::1 is not a public address/],
+  ])('refuses %s', (url, problem) => {
+    expect(describeUrlProblem(url, false)).toMatch(problem);
+  });
+});
+
+describe('publicOnlyLookup', () => {
+  it('refuses a name that resolves to loopback', async () => {
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) =>
+      publicOnlyLookup('localhost', {}, (failure) => resolve(failure)),
+    );
+    expect(error?.code).toBe('ENOTPUBLIC');
+    expect(error?.message).toMatch(
+      /^localhost resolves to .*, which is not a public address$/,
+    );
+  });
+});

@@ -1,0 +1,112 @@
+import { join } from 'node:path';
+import {
+  freePort,
+  runCliProcess,
+  startServiceProcess,
+} from './helpers/service-process';
+import { makeTempFolder } from './helpers/test-app';
+import { WebhookReceiver } from './helpers/webhook-receiver';
+
+describe('webhooks across processes (node dist/main.js, node dist/cli.js webhooks)', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+  let env: Record<string, string>;
+
+  beforeEach(() => {
+    folder = makeTempFolder();
+    env = {
+      DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+      WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOKS_RETRY_BASE: '50ms',
+      WEBHOOKS_RETRY_MAX_DELAY: '100ms',
+      WEBHOOKS_POLL_INTERVAL: '50ms',
+    };
+  });
+
+  afterEach(() => folder.remove());
+
+  const cli = (...args: string[]) => runCliProcess(args, env);
+
+  it('delivers a create acknowledged just before SIGKILL once the service is back', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/hooks/plants`;
+    const added = cli('webhooks', 'add', '--url', url);
+    expect(added.status).toBe(0);
+    const token = cli('tokens', 'create', '--name', 'crash').lastLine;
+
+    // the receiver is down: the delivery cannot have gone out before the kill
+    const first = await startServiceProcess(env);
+    const created = await fetch(`${first.baseUrl}/plants`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Authorization: `Bearer ${token}`,
+      },
+      body: '{"id":9223372036854775807,"name":"Phoenix Palm"}',
+    });
+    expect(created.status).toBe(200);
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+
+    const receiver = await WebhookReceiver.start(undefined, port);
+    const second = await startServiceProcess(env);
+    try {
+      const [webhook] = await receiver.waitFor(1);
+      expect(webhook.body).toBe(
+        '{"id":9223372036854775807,"name":"Phoenix Palm"}',
+      );
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+      await receiver.close();
+    }
+    const deliveries = cli('webhooks', 'deliveries');
+    expect(deliveries.stdout).toMatch(
+      /msg_[0-9a-f]{32}\s+\S+\s+9223372036854775807\s+delivered\s+\d+\s+200\s+-/,
+    );
+  });
+
+  it('adds, lists and removes subscriptions; the secret is shown once, on the last line', async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      const added = cli('webhooks', 'add', '--url', receiver.url);
+      expect(added.status).toBe(0);
+      expect(added.lastLine).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      const id = /added webhook ([0-9a-f-]{36})/.exec(added.stdout)?.[1] ?? '';
+
+      const listed = cli('webhooks', 'list');
+      expect(listed.stdout).toContain(id);
+      expect(listed.stdout).toContain(receiver.url);
+      expect(listed.stdout).not.toContain(added.lastLine);
+
+      const removed = cli('webhooks', 'remove', id);
+      expect(removed.status).toBe(0);
+      expect(cli('webhooks', 'list').stdout).not.toContain(id);
+      const again = cli('webhooks', 'remove', id);
+      expect(again.status).toBe(1);
+      expect(again.stderr).toContain(`no active webhook with id ${id}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses a private URL without WEBHOOKS_ALLOW_PRIVATE_NETWORKS, saying how to allow it', () => {
+    const result = runCliProcess(
+      ['webhooks', 'add', '--url', 'http://192.168.1.10/hook'],
+      {
+        DATABASE_URL: env.DATABASE_URL,
+      },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      'error: 192.168.1.10 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    );
+  });
+
+  it('refuses a URL that is not http or https', () => {
+    const result = cli('webhooks', 'add', '--url', 'ftp://example.test/hook');
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      'webhook URLs must use http or https, got ftp:',
+    );
+  });
+});
