@@ -1,0 +1,264 @@
+// @ts-check
+// npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full]
+// Starts the built service and two comparison servers (bench/floor-server.js, bench/peer-server.js)
+// on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
+// servers round by round, and prints requests/s, latency, errors and peak RSS side by side.
+'use strict';
+const { spawn, execFileSync } = require('node:child_process');
+const { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } = require('node:fs');
+const { createServer } = require('node:net');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const autocannon = require('autocannon');
+const Database = require('better-sqlite3');
+
+const ROOT = join(__dirname, '..');
+
+function parseArguments(argv) {
+  const options = {
+    rounds: 3,
+    duration: 5,
+    connections: 32,
+    preload: 0,
+    synchronous: 'normal',
+    smoke: false,
+    out: '',
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const name = argv[i].replace(/^--/, '');
+    if (name === 'smoke') {
+      Object.assign(options, { smoke: true, rounds: 1, duration: 0.4, connections: 4 });
+      continue;
+    }
+    if (!(name in options)) throw new Error(`unknown option --${name}`);
+    const value = argv[++i];
+    options[name] = typeof options[name] === 'number' ? Number(value) : value;
+  }
+  if (!['normal', 'full'].includes(options.synchronous)) throw new Error('--synchronous is normal or full');
+  return options;
+}
+
+const SERVERS = [
+  { name: 'service', script: join(ROOT, 'dist', 'main.js') },
+  { name: 'floor', script: join(__dirname, 'floor-server.js') },
+  { name: 'peer', script: join(__dirname, 'peer-server.js') },
+];
+
+/** Plants every database starts with, for the reads to find. */
+const SEEDED = 10_000;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A database with the service's schema (its own migrations, through its CLI) and a token. */
+function prepareDatabase(file, preload) {
+  const created = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'], {
+    env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
+    encoding: 'utf8',
+  });
+  const token = created.trimEnd().split('\n').pop();
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
+  const total = Math.max(SEEDED, preload);
+  const insertChunk = db.transaction((from, to) => {
+    for (let id = from; id < to; id += 1) insert.run(id, `plant ${id}`, id % 2 ? 'even' : null);
+  });
+  for (let from = 1; from <= total; from += 50_000) insertChunk(from, Math.min(from + 50_000, total + 1));
+  db.close();
+  return token;
+}
+
+function readRssBytes(pid, field) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return kb * 1024;
+}
+
+async function startServer(server, file, options) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [server.script], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: `sqlite:${file}`,
+      DATABASE_FILE: file,
+      DB_SYNCHRONOUS: options.synchronous,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let tries = 0; ; tries += 1) {
+    try {
+      await fetch(`${base}/plants`);
+      break;
+    } catch {
+      if (tries > 300 || child.exitCode !== null) throw new Error(`${server.name} did not start`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return { ...server, child, base, port };
+}
+
+function scenarios(token, round) {
+  let nextId = 1_000_000_000_000 + round * 100_000_000;
+  const auth = { authorization: `Bearer ${token}` };
+  return [
+    {
+      name: 'POST /plants',
+      requests: [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: { ...auth, 'content-type': 'application/json' },
+          setupRequest: (request) => ({
+            ...request,
+            body: `{"id":${(nextId += 1)},"name":"Bench Fern","tag":"bench"}`,
+          }),
+        },
+      ],
+    },
+    {
+      name: 'GET /plants/{id}',
+      requests: [
+        {
+          method: 'GET',
+          headers: auth,
+          setupRequest: (request) => ({ ...request, path: `/plants/${1 + Math.floor(Math.random() * SEEDED)}` }),
+        },
+      ],
+    },
+    { name: 'GET /plants?limit=100', requests: [{ method: 'GET', path: '/plants?limit=100', headers: auth }] },
+  ];
+}
+
+async function drive(server, scenario, options) {
+  let peakRss = readRssBytes(server.child.pid, 'VmRSS');
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, readRssBytes(server.child.pid, 'VmRSS'));
+  }, 100);
+  const result = await autocannon({
+    url: server.base,
+    connections: options.connections,
+    duration: options.duration,
+    requests: scenario.requests,
+  });
+  clearInterval(sampler);
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts + result.non2xx,
+    peakRssBytes: peakRss,
+  };
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+async function main() {
+  const options = parseArguments(process.argv.slice(2));
+  const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
+  const started = [];
+  try {
+    const files = Object.fromEntries(SERVERS.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]));
+    const tokens = Object.fromEntries(SERVERS.map((s) => [s.name, prepareDatabase(files[s.name], options.preload)]));
+    for (const server of SERVERS) started.push(await startServer(server, files[server.name], options));
+
+    /** @type {Record<string, Record<string, any[]>>} */
+    const runs = {};
+    for (let round = 0; round < options.rounds; round += 1) {
+      // rotate the order each round so that machine noise hits every server alike
+      const order = started.map((_, i) => started[(i + round) % started.length]);
+      for (const [index] of scenarios('', round).entries()) {
+        for (const server of order) {
+          const scenario = scenarios(tokens[server.name], round)[index];
+          const measured = await drive(server, scenario, options);
+          ((runs[scenario.name] ??= {})[server.name] ??= []).push(measured);
+        }
+      }
+    }
+
+    const summary = Object.entries(runs).map(([scenario, byServer]) => {
+      const servers = Object.fromEntries(
+        Object.entries(byServer).map(([name, measured]) => [
+          name,
+          {
+            requestsPerSecond: median(measured.map((m) => m.requestsPerSecond)),
+            p50Ms: median(measured.map((m) => m.p50)),
+            p99Ms: median(measured.map((m) => m.p99)),
+            errors: measured.reduce((sum, m) => sum + m.errors, 0),
+            peakRssMb: Math.max(...measured.map((m) => m.peakRssBytes)) / 1024 / 1024,
+          },
+        ]),
+      );
+      return {
+        scenario,
+        servers,
+        serviceToFloor: servers.service.requestsPerSecond / servers.floor.requestsPerSecond,
+        serviceToPeer: servers.service.requestsPerSecond / servers.peer.requestsPerSecond,
+      };
+    });
+
+    const report = {
+      date: new Date().toISOString(),
+      node: process.version,
+      options,
+      seeded: Math.max(SEEDED, options.preload),
+      scenarios: summary,
+    };
+    printTable(report);
+    const out =
+      options.out ||
+      (options.smoke
+        ? join(folder, 'smoke.json')
+        : join(__dirname, 'results', `${report.date.replace(/[:.]/g, '-')}${options.preload ? `-preload-${options.preload}` : ''}.json`));
+    mkdirSync(join(out, '..'), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`\nwrote ${out}`);
+    if (options.smoke) console.log(`SMOKE ${JSON.stringify(report)}`);
+  } finally {
+    for (const server of started) server.child.kill('SIGTERM');
+    await Promise.all(started.map((s) => new Promise((resolve) => (s.child.exitCode !== null ? resolve(0) : s.child.once('exit', resolve)))));
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+function printTable(report) {
+  const rows = [['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'service/floor', 'service/peer']];
+  for (const { scenario, servers, serviceToFloor, serviceToPeer } of report.scenarios) {
+    for (const [name, m] of Object.entries(servers)) {
+      rows.push([
+        scenario,
+        name,
+        m.requestsPerSecond.toFixed(0),
+        String(m.p50Ms),
+        String(m.p99Ms),
+        String(m.errors),
+        m.peakRssMb.toFixed(0),
+        name === 'service' ? serviceToFloor.toFixed(2) : '',
+        name === 'service' ? serviceToPeer.toFixed(2) : '',
+      ]);
+    }
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  console.log(
+    `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
+      `${report.seeded} plants stored, synchronous=${report.options.synchronous}, ${report.node}`,
+  );
+  for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
