@@ -1,12 +1,10 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
-import { LoggerModule } from 'nestjs-pino';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
-import { createLoggerOptions } from './common/logging/logger-options';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
-import { appConfig, type AppConfig } from './config/app.config';
+import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
 import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
@@ -20,10 +18,6 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       isGlobal: true,
       ignoreEnvFile: true,
       load: [appConfig, databaseConfig, webhooksConfig],
-    }),
-    LoggerModule.forRootAsync({
-      inject: [appConfig.KEY],
-      useFactory: (config: AppConfig) => createLoggerOptions(config),
     }),
     DatabaseModule,
     AuthModule,

@@ -1,7 +1,11 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
+import {
+  createRequestLogger,
+  createRootLogger,
+  PinoNestLogger,
+} from './common/logging/pino-logger';
 import { createJsonBodyMiddleware } from './common/json/json-body.middleware';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { appConfig, type AppConfig } from './config/app.config';
@@ -17,9 +21,11 @@ export async function createApp(): Promise<NestExpressApplication> {
     bufferLogs: true,
     abortOnError: false,
   });
-  app.useLogger(app.get(Logger));
   const config = app.get<AppConfig>(appConfig.KEY);
+  const logger = createRootLogger(config);
+  app.useLogger(new PinoNestLogger(logger));
   app.disable('x-powered-by');
+  app.use(createRequestLogger(logger));
   app.use(...createJsonBodyMiddleware(config.bodyLimitBytes));
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
   serveOpenApi(app, buildOpenApiDocument(app, config));

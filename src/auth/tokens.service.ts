@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { IsNull, Repository } from 'typeorm';
 import { ApiToken } from './api-token.entity';
 import type { Scope } from './scopes';
@@ -11,6 +12,18 @@ const TOKEN_FORMAT = /^pst_[A-Za-z0-9_-]{43}$/;
 
 /** Writing the last-used time on every request would turn every read into a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * How long a looked-up token (or its absence) is trusted without asking the database again:
+ * revocation and expiry take effect within this time.
+ */
+export const TOKEN_CACHE_TTL_MS = 1000;
+const TOKEN_CACHE_SIZE = 10_000;
+
+/** A cached answer of the database for one token hash; `record` is undefined for no such token. */
+interface CachedLookup {
+  record: ApiToken | undefined;
+}
 
 export interface NewToken {
   name: string;
@@ -33,6 +46,11 @@ export function isExpired(token: ApiToken, now = new Date()): boolean {
 
 @Injectable()
 export class TokensService {
+  private readonly lookups = new LRUCache<string, CachedLookup>({
+    max: TOKEN_CACHE_SIZE,
+    ttl: TOKEN_CACHE_TTL_MS,
+  });
+
   constructor(
     @InjectRepository(ApiToken)
     private readonly tokens: Repository<ApiToken>,
@@ -68,6 +86,8 @@ export class TokensService {
       { id, revokedAt: IsNull() },
       { revokedAt: new Date() },
     );
+    // this process stops honouring it at once; other processes within TOKEN_CACHE_TTL_MS
+    this.lookups.clear();
     return (result.affected ?? 0) > 0;
   }
 
@@ -75,9 +95,14 @@ export class TokensService {
   async authenticate(presented: string): Promise<ApiToken | undefined> {
     if (!TOKEN_FORMAT.test(presented)) return undefined;
     const hash = hashToken(presented);
-    const record = await this.tokens.findOneBy({
-      tokenHash: hash.toString('hex'),
-    });
+    const key = hash.toString('hex');
+    let lookup = this.lookups.get(key);
+    if (!lookup) {
+      const found = await this.tokens.findOneBy({ tokenHash: key });
+      lookup = { record: found ?? undefined };
+      this.lookups.set(key, lookup);
+    }
+    const { record } = lookup;
     if (
       !record ||
       !timingSafeEqual(Buffer.from(record.tokenHash, 'hex'), hash) ||
@@ -98,6 +123,8 @@ export class TokensService {
     ) {
       return;
     }
+    // set first, so that requests racing this one do not write it again
+    record.lastUsedAt = now;
     await this.tokens.update({ id: record.id }, { lastUsedAt: now });
   }
 }

@@ -3,11 +3,10 @@ import {
   Injectable,
   NotFoundException,
 } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { MoreThan, Repository, type FindOptionsWhere } from 'typeorm';
 import { isUniqueViolation } from '../database/database-errors';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
+import { PlantsRepository } from './plants.repository';
 
 export interface PlantPage {
   plants: Plant[];
@@ -17,17 +16,14 @@ export interface PlantPage {
 
 @Injectable()
 export class PlantsService {
-  constructor(
-    @InjectRepository(Plant)
-    private readonly plants: Repository<Plant>,
-  ) {}
+  constructor(private readonly plants: PlantsRepository) {}
 
   /**
    * Stores a new plant; the database's primary key, not a read before the write, decides
    * between concurrent creates of one id (D7).
    */
   async create({ id, name, tag }: CreatePlantDto): Promise<Plant> {
-    const plant = this.plants.create({ id, name, tag: tag ?? null });
+    const plant = Object.assign(new Plant(), { id, name, tag: tag ?? null });
     try {
       await this.plants.insert(plant);
     } catch (error) {
@@ -45,13 +41,9 @@ export class PlantsService {
     tag?: string;
     after?: bigint;
   }): Promise<PlantPage> {
-    const where: FindOptionsWhere<Plant> = {};
-    if (options.after !== undefined) where.id = MoreThan(options.after);
-    if (options.tag !== undefined) where.tag = options.tag;
-    const plants = await this.plants.find({
-      where,
-      order: { id: 'ASC' },
-      take: options.limit + 1,
+    const plants = await this.plants.page({
+      ...options,
+      limit: options.limit + 1,
     });
     return {
       plants: plants.slice(0, options.limit),
@@ -60,14 +52,13 @@ export class PlantsService {
   }
 
   async findOne(id: bigint): Promise<Plant> {
-    const plant = await this.plants.findOneBy({ id });
+    const plant = await this.plants.findById(id);
     if (!plant) throw plantNotFound(id);
     return plant;
   }
 
   async remove(id: bigint): Promise<void> {
-    const { affected } = await this.plants.delete({ id });
-    if (!affected) throw plantNotFound(id);
+    if (!(await this.plants.deleteById(id))) throw plantNotFound(id);
   }
 }
 

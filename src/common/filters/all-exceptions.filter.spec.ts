@@ -122,7 +122,10 @@ describe('AllExceptionsFilter', () => {
 
   function hostFor(response: object): ArgumentsHost {
     return {
-      switchToHttp: () => ({ getResponse: () => response }),
+      switchToHttp: () => ({
+        getResponse: () => response,
+        getRequest: () => ({}),
+      }),
     } as unknown as ArgumentsHost;
   }
 

@@ -6,7 +6,7 @@ import {
   HttpStatus,
   Logger,
 } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import type { ErrorBody } from '../errors/error-body.dto';
@@ -25,13 +25,20 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger(AllExceptionsFilter.name);
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const response = host.switchToHttp().getResponse<Response>();
+    const http = host.switchToHttp();
+    const response = http.getResponse<Response>();
     const { body, headers } = toErrorAnswer(exception);
     if (body.error >= 500) {
-      this.logger.error(
-        exception instanceof Error ? exception : { exception },
-        `request failed with ${body.error}`,
-      );
+      // pino-http's request logger carries the request id
+      const requestLog = http.getRequest<Partial<Request>>().log;
+      if (requestLog) {
+        requestLog.error(
+          { err: exception },
+          `request failed with ${body.error}`,
+        );
+      } else {
+        this.logger.error(exception, `request failed with ${body.error}`);
+      }
     }
     if (response.headersSent) {
       response.destroy();
