@@ -25,6 +25,8 @@ export async function createApp(): Promise<NestExpressApplication> {
   const logger = createRootLogger(config);
   app.useLogger(new PinoNestLogger(logger));
   app.disable('x-powered-by');
+  // answers are small and not cached; hashing each one for an ETag is wasted work
+  app.set('etag', false);
   app.use(createRequestLogger(logger));
   app.use(...createJsonBodyMiddleware(config.bodyLimitBytes));
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());

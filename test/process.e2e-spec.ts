@@ -161,13 +161,13 @@ describe('the service process (node dist/main.js)', () => {
         .map(
           (line) =>
             JSON.parse(line) as {
-              req?: { id?: string };
-              res?: { statusCode?: number };
+              reqId?: string;
+              statusCode?: number;
             },
         );
       expect(
         logLines.some(
-          (line) => line.req?.id === 'trace-42' && line.res?.statusCode === 200,
+          (line) => line.reqId === 'trace-42' && line.statusCode === 200,
         ),
       ).toBe(true);
       expect(service.output()).not.toContain(token.slice(4));

@@ -6,9 +6,10 @@ import {
   HttpStatus,
   Logger,
 } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { isDatabaseUnavailable } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import type { RequestWithId } from '../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
 
 export interface ErrorAnswer {
@@ -29,16 +30,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const response = http.getResponse<Response>();
     const { body, headers } = toErrorAnswer(exception);
     if (body.error >= 500) {
-      // pino-http's request logger carries the request id
-      const requestLog = http.getRequest<Partial<Request>>().log;
-      if (requestLog) {
-        requestLog.error(
-          { err: exception },
-          `request failed with ${body.error}`,
-        );
-      } else {
-        this.logger.error(exception, `request failed with ${body.error}`);
-      }
+      const { id } = http.getRequest<RequestWithId>();
+      this.logger.error(
+        { reqId: id, err: exception },
+        `request ${id} failed with ${body.error}`,
+      );
     }
     if (response.headersSent) {
       response.destroy();
