@@ -12,7 +12,7 @@ const { INT64_RANGE_MESSAGE, isInt64, parseInt64Text } = require('../dist/common
 function openPlantStore(file) {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  db.pragma(`synchronous = ${process.env.DB_SYNCHRONOUS === 'full' ? 'FULL' : 'NORMAL'}`);
   db.defaultSafeIntegers(true);
   const findToken = db.prepare(
     'SELECT scopes, expires_at, revoked_at FROM api_tokens WHERE token_hash = ?',

@@ -106,6 +106,29 @@ describe('the application', () => {
   });
 });
 
+describe('the SQLite connection', () => {
+  it.each([
+    [{}, 1n],
+    [{ DB_SYNCHRONOUS: 'full' }, 2n],
+  ])(
+    'runs in WAL mode with the synchronous level DB_SYNCHRONOUS asks (%j)',
+    async (env, level) => {
+      const testApp = await startTestApp({ env });
+      try {
+        const dataSource = testApp.app.get(DataSource);
+        expect(await dataSource.query('PRAGMA journal_mode')).toEqual([
+          { journal_mode: 'wal' },
+        ]);
+        expect(await dataSource.query('PRAGMA synchronous')).toEqual([
+          { synchronous: level },
+        ]);
+      } finally {
+        await testApp.close();
+      }
+    },
+  );
+});
+
 describe('the application without its database', () => {
   it('answers 503 Errors for readiness and creates once the database is gone', async () => {
     const testApp = await startTestApp();

@@ -52,6 +52,21 @@ describe('the service process (node dist/main.js)', () => {
       /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/,
     ],
     ['BODY_LIMIT', 'huge', /^BODY_LIMIT must be a size/],
+    [
+      'DB_SYNCHRONOUS',
+      'off',
+      /^DB_SYNCHRONOUS must be one of normal, full, got "off"$/,
+    ],
+    [
+      'WEBHOOKS_TIMEOUT',
+      'soon',
+      /^WEBHOOKS_TIMEOUT must be a positive duration/,
+    ],
+    [
+      'WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
+      'yes',
+      /^WEBHOOKS_ALLOW_PRIVATE_NETWORKS must be true or false/,
+    ],
     ['BODY_LIMIT', '0', /^BODY_LIMIT must be a size/],
     [
       'PUBLIC_BASE_URL',

@@ -1,9 +1,14 @@
 import { registerAs } from '@nestjs/config';
-import { ConfigError, readString } from './read-env';
+import { ConfigError, readChoice, readString } from './read-env';
 
 export interface DatabaseConfig {
   /** A file path, or `:memory:`. */
   sqlitePath: string;
+  /**
+   * SQLite's `synchronous` pragma under WAL: `normal` survives a crash of the process, `full`
+   * also a power loss, at the price of an fsync per commit.
+   */
+  synchronous: 'normal' | 'full';
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:data/plant-store.sqlite';
@@ -16,7 +21,13 @@ export function readDatabaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig {
       `DATABASE_URL must be sqlite:<path> or sqlite::memory:, got ${JSON.stringify(url)}`,
     );
   }
-  return { sqlitePath: match[1] };
+  return {
+    sqlitePath: match[1],
+    synchronous: readChoice(env, 'DB_SYNCHRONOUS', 'normal', [
+      'normal',
+      'full',
+    ]),
+  };
 }
 
 export const databaseConfig = registerAs('database', () =>

@@ -42,13 +42,17 @@ describe('readDatabaseConfig', () => {
   it('defaults to data/plant-store.sqlite', () => {
     expect(readDatabaseConfig({})).toEqual({
       sqlitePath: 'data/plant-store.sqlite',
+      synchronous: 'normal',
     });
   });
 
   it('reads sqlite::memory:', () => {
-    expect(readDatabaseConfig({ DATABASE_URL: 'sqlite::memory:' })).toEqual({
-      sqlitePath: ':memory:',
-    });
+    expect(
+      readDatabaseConfig({
+        DATABASE_URL: 'sqlite::memory:',
+        DB_SYNCHRONOUS: 'full',
+      }),
+    ).toEqual({ sqlitePath: ':memory:', synchronous: 'full' });
   });
 
   it('rejects other engines for now, naming the variable', () => {

@@ -26,8 +26,8 @@ export function createDataSourceOptions(
     prepareDatabase: (db: Database.Database) => {
       // ids are int64: read every integer as a bigint, never through a JS number
       db.defaultSafeIntegers(true);
-      // with WAL, NORMAL survives a process crash (D8); only a power loss can lose a commit
-      db.pragma('synchronous = NORMAL');
+      // with WAL, NORMAL survives a process crash (D8); FULL also a power loss
+      db.pragma(`synchronous = ${config.synchronous.toUpperCase()}`);
     },
   };
 }

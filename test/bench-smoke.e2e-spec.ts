@@ -1,0 +1,64 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { ROOT } from './helpers/service-process';
+
+interface ServerFigures {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  peakRssMb: number;
+}
+
+interface BenchReport {
+  scenarios: {
+    scenario: string;
+    servers: Record<string, ServerFigures>;
+    serviceToFloor: number;
+    serviceToPeer: number;
+  }[];
+}
+
+// The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
+// is asserted here: numbers come from `npm run bench` and live in bench/README.md.
+describe('the benchmark harness (bench/run.js --smoke)', () => {
+  it('drives the service, the floor and the peer through every scenario without an error', () => {
+    const result = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bench', 'run.js'), '--smoke'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const line = result.stdout
+      .split('\n')
+      .find((text) => text.startsWith('SMOKE '));
+    const report = JSON.parse(
+      line?.slice('SMOKE '.length) ?? 'null',
+    ) as BenchReport;
+
+    expect(report.scenarios.map(({ scenario }) => scenario)).toEqual([
+      'POST /plants',
+      'GET /plants/{id}',
+      'GET /plants?limit=100',
+    ]);
+    for (const { servers, serviceToFloor, serviceToPeer } of report.scenarios) {
+      expect(Object.keys(servers).sort()).toEqual(['floor', 'peer', 'service']);
+      for (const figures of Object.values(servers)) {
+        expect(figures.errors).toBe(0);
+        expect(figures.requestsPerSecond).toBeGreaterThan(0);
+        expect(figures.p99Ms).toBeGreaterThanOrEqual(figures.p50Ms);
+        expect(figures.peakRssMb).toBeGreaterThan(0);
+      }
+      expect(serviceToFloor).toBeGreaterThan(0);
+      expect(serviceToPeer).toBeGreaterThan(0);
+    }
+    expect(result.stdout).toMatch(
+      /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
+    );
+  });
+});
