@@ -3,6 +3,7 @@ import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
+import { ShutdownGate } from './common/http/shutdown-gate';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
@@ -28,6 +29,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
   providers: [
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useClass: AppValidationPipe },
+    ShutdownGate,
   ],
 })
 export class AppModule {}

@@ -2,25 +2,29 @@ import { createApp } from './setup-app';
 import { appConfig, type AppConfig } from './config/app.config';
 import { validateEnvironment } from './config/environment';
 import { ConfigError } from './config/read-env';
+import { ShutdownGate } from './common/http/shutdown-gate';
 
 async function bootstrap(): Promise<void> {
   validateEnvironment(process.env);
   const app = await createApp();
-  const { port, host } = app.get<AppConfig>(appConfig.KEY);
-  await app.listen(port, host);
+  const config = app.get<AppConfig>(appConfig.KEY);
+  await app.listen(config.port, config.host);
 
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    // close() stops accepting, lets in-flight requests finish, then closes the database
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        console.error(error);
-        process.exit(1);
-      },
-    );
+    app
+      .get(ShutdownGate)
+      .close(app, config.shutdownGracePeriodMs)
+      .then(
+        // 0 when every in-flight request finished; 1 when some had to be cut
+        (outcome) => process.exit(outcome === 'drained' ? 0 : 1),
+        (error: unknown) => {
+          console.error(error);
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -1,6 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import helmet from 'helmet';
 import { AppModule } from './app.module';
+import { HardenedExpressAdapter } from './common/http/hardened-express.adapter';
+import { ShutdownGate } from './common/http/shutdown-gate';
 import {
   createRequestLogger,
   createRootLogger,
@@ -8,7 +11,7 @@ import {
 } from './common/logging/pino-logger';
 import { createJsonBodyMiddleware } from './common/json/json-body.middleware';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
-import { appConfig, type AppConfig } from './config/app.config';
+import { readAppConfig } from './config/app.config';
 import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
 
 /**
@@ -16,15 +19,37 @@ import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
  * the tests exercise the same body parsing, serialisation and error handling.
  */
 export async function createApp(): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, {
-    bodyParser: false,
-    bufferLogs: true,
-    abortOnError: false,
-  });
-  const config = app.get<AppConfig>(appConfig.KEY);
+  const config = readAppConfig(process.env);
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule,
+    new HardenedExpressAdapter(config),
+    { bodyParser: false, bufferLogs: true, abortOnError: false },
+  );
   const logger = createRootLogger(config);
   app.useLogger(new PinoNestLogger(logger));
+  app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
+  app.use(
+    helmet({
+      // the service speaks plain HTTP (spec section 9); TLS, and HSTS with it, belong to a proxy
+      strictTransportSecurity: false,
+      contentSecurityPolicy: {
+        directives: { 'upgrade-insecure-requests': null },
+      },
+    }),
+  );
+  if (config.corsOrigins.length > 0) {
+    app.enableCors({
+      origin: config.corsOrigins,
+      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+      exposedHeaders: [
+        'Link',
+        'X-Request-Id',
+        'Retry-After',
+        'WWW-Authenticate',
+      ],
+    });
+  }
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   app.use(createRequestLogger(logger));

@@ -1,7 +1,9 @@
 import { registerAs } from '@nestjs/config';
 import {
+  ConfigError,
   readByteSize,
   readChoice,
+  readDuration,
   readHttpUrl,
   readInteger,
   readString,
@@ -25,6 +27,36 @@ export interface AppConfig {
   publicBaseUrl: string;
   logLevel: LogLevel;
   bodyLimitBytes: number;
+  /** Origins allowed to call the API from a browser; empty means CORS is off. */
+  corsOrigins: string[];
+  /** The whole request, headers and body, must arrive within this. */
+  requestTimeoutMs: number;
+  /** The request's headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** On SIGTERM, in-flight requests get this long to finish before they are cut. */
+  shutdownGracePeriodMs: number;
+}
+
+function readOrigins(env: NodeJS.ProcessEnv): string[] {
+  const raw = readString(env, 'CORS_ORIGINS', '');
+  if (raw === '') return [];
+  return raw.split(',').map((origin) => {
+    const trimmed = origin.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(trimmed);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || parsed.origin !== trimmed) {
+      throw new ConfigError(
+        `CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got ${JSON.stringify(trimmed)}`,
+      );
+    }
+    return trimmed;
+  });
 }
 
 export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
@@ -34,6 +66,11 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     publicBaseUrl: readHttpUrl(env, 'PUBLIC_BASE_URL', 'http://localhost:3000'),
     logLevel: readChoice(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     bodyLimitBytes: readByteSize(env, 'BODY_LIMIT', 16 * 1024, 64 * 1024 ** 2),
+    corsOrigins: readOrigins(env),
+    requestTimeoutMs: readDuration(env, 'REQUEST_TIMEOUT', 30_000),
+    headersTimeoutMs: readDuration(env, 'HEADERS_TIMEOUT', 10_000),
+    keepAliveTimeoutMs: readDuration(env, 'KEEP_ALIVE_TIMEOUT', 5_000),
+    shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
   };
 }
 

@@ -10,6 +10,11 @@ describe('readAppConfig', () => {
       publicBaseUrl: 'http://localhost:3000',
       logLevel: 'info',
       bodyLimitBytes: 16384,
+      corsOrigins: [],
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 5_000,
+      shutdownGracePeriodMs: 10_000,
     });
   });
 
@@ -17,6 +22,14 @@ describe('readAppConfig', () => {
     expect(readAppConfig({ BODY_LIMIT: '1mb' }).bodyLimitBytes).toBe(1048576);
     expect(readAppConfig({ BODY_LIMIT: '512' }).bodyLimitBytes).toBe(512);
     expect(readAppConfig({ BODY_LIMIT: '32KB' }).bodyLimitBytes).toBe(32768);
+  });
+
+  it('reads a CORS allowlist of origins', () => {
+    expect(
+      readAppConfig({
+        CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
+      }).corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173']);
   });
 
   it('drops a trailing slash from PUBLIC_BASE_URL', () => {
@@ -32,6 +45,10 @@ describe('readAppConfig', () => {
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL'],
     [{ BODY_LIMIT: '1gb' }, 'BODY_LIMIT'],
     [{ PUBLIC_BASE_URL: 'localhost:3000' }, 'PUBLIC_BASE_URL'],
+    [{ CORS_ORIGINS: 'https://app.example.com/path' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: '*' }, 'CORS_ORIGINS'],
+    [{ SHUTDOWN_GRACE_PERIOD: '0s' }, 'SHUTDOWN_GRACE_PERIOD'],
+    [{ REQUEST_TIMEOUT: '30' }, 'REQUEST_TIMEOUT'],
   ])('names the variable in its error for %j', (env, name) => {
     expect(() => readAppConfig(env)).toThrow(ConfigError);
     expect(() => readAppConfig(env)).toThrow(new RegExp(`^${name} must be`));

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
@@ -32,8 +32,12 @@ export function createDataSourceOptions(
   };
 }
 
-/** The SQLite file's folder, created readable by the service's user only. */
+/**
+ * The SQLite file and its folder, created readable by the service's user only when missing.
+ * SQLite gives its -wal and -shm files the database file's permissions.
+ */
 export function ensureDatabaseFolder(config: DatabaseConfig): void {
   if (config.sqlitePath === ':memory:') return;
   mkdirSync(dirname(config.sqlitePath), { recursive: true, mode: 0o700 });
+  closeSync(openSync(config.sqlitePath, 'a', 0o600));
 }
