@@ -1,0 +1,53 @@
+import type { INestApplication } from '@nestjs/common';
+import { Logger, ServiceUnavailableException } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { ShutdownGate } from './shutdown-gate';
+
+describe('ShutdownGate', () => {
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+
+  function fakeApp(closesAfterMs: number) {
+    const closeAllConnections = jest.fn();
+    const app = {
+      getHttpServer: () => ({ closeAllConnections }),
+      close: () =>
+        new Promise<void>((resolve) => setTimeout(resolve, closesAfterMs)),
+    } as unknown as INestApplication;
+    return { app, closeAllConnections };
+  }
+
+  function runMiddleware(gate: ShutdownGate) {
+    const next = jest.fn();
+    const response = { setHeader: jest.fn() };
+    gate.refuseWhileClosing(
+      {} as Request,
+      response as unknown as Response,
+      next as NextFunction,
+    );
+    return { next, response };
+  }
+
+  it('lets requests through until shutdown begins, then answers 503 and closes the connection', async () => {
+    const gate = new ShutdownGate();
+    expect(runMiddleware(gate).next).toHaveBeenCalledWith();
+    const closing = gate.close(fakeApp(10).app, 1000);
+    const { next, response } = runMiddleware(gate);
+    expect(next.mock.calls[0][0]).toBeInstanceOf(ServiceUnavailableException);
+    expect(response.setHeader).toHaveBeenCalledWith('Connection', 'close');
+    await closing;
+  });
+
+  it('reports drained when the app closes within the grace period', async () => {
+    const { app, closeAllConnections } = fakeApp(10);
+    await expect(new ShutdownGate().close(app, 1000)).resolves.toBe('drained');
+    expect(closeAllConnections).not.toHaveBeenCalled();
+  });
+
+  it('cuts the connections and reports cut when the grace period runs out', async () => {
+    const { app, closeAllConnections } = fakeApp(300);
+    await expect(new ShutdownGate().close(app, 50)).resolves.toBe('cut');
+    expect(closeAllConnections).toHaveBeenCalled();
+  });
+});

@@ -1,0 +1,179 @@
+import Database from 'better-sqlite3';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { runCliProcess, startServiceProcess } from './helpers/service-process';
+import { DataSource } from 'typeorm';
+import { makeTempFolder, startTestApp } from './helpers/test-app';
+
+describe('faults of the service process', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+  let env: Record<string, string>;
+  let token: string;
+
+  beforeEach(() => {
+    folder = makeTempFolder();
+    env = { DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}` };
+    token = runCliProcess(
+      ['tokens', 'create', '--name', 'faults'],
+      env,
+    ).lastLine;
+  });
+
+  afterEach(() => folder.remove());
+
+  it('keeps every acknowledged create through SIGKILL mid-flight, in a database that passes integrity_check', async () => {
+    const service = await startServiceProcess(env);
+    const acknowledged = new Map<string, string>();
+    let nextId = 1n;
+    let killed = false;
+    const writer = async (lane: number) => {
+      while (!killed) {
+        const id =
+          (nextId++ * 9_007_199_254_740_993n) % 9_223_372_036_854_775_807n;
+        const name = `lane ${lane} plant ${id}`;
+        try {
+          const response = await fetch(`${service.baseUrl}/plants`, {
+            method: 'POST',
+            headers: {
+              'Content-Type': 'application/json',
+              Authorization: `Bearer ${token}`,
+            },
+            body: `{"id":${id},"name":${JSON.stringify(name)}}`,
+          });
+          if (response.status === 200) acknowledged.set(String(id), name);
+          else expect(response.status).toBe(200);
+        } catch {
+          return; // the connection died with the process
+        }
+      }
+    };
+    const lanes = Array.from({ length: 8 }, (_, lane) => writer(lane));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    service.child.kill('SIGKILL');
+    killed = true;
+    await Promise.all(lanes);
+    expect(await service.exited).toBe('SIGKILL');
+    expect(acknowledged.size).toBeGreaterThan(50);
+
+    const db = new Database(join(folder.path, 'store.sqlite'));
+    try {
+      db.defaultSafeIntegers(true);
+      expect(db.pragma('integrity_check')).toEqual([{ integrity_check: 'ok' }]);
+      const stored = new Map(
+        (
+          db.prepare('SELECT id, name FROM plants').all() as {
+            id: bigint;
+            name: string;
+          }[]
+        ).map((row) => [String(row.id), row.name]),
+      );
+      const missing = [...acknowledged].filter(
+        ([id, name]) => stored.get(id) !== name,
+      );
+      expect(missing).toEqual([]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('cuts a request still running after SHUTDOWN_GRACE_PERIOD, and exits 1 to say so', async () => {
+    const service = await startServiceProcess({
+      ...env,
+      SHUTDOWN_GRACE_PERIOD: '500ms',
+    });
+    // headers and part of a body that never completes
+    const cut = new Promise<string>((resolve) => {
+      const req = request({
+        host: '127.0.0.1',
+        port: service.port,
+        method: 'POST',
+        path: '/plants',
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': 100,
+          Authorization: `Bearer ${token}`,
+        },
+      });
+      req.on('response', (response) =>
+        resolve(`answered ${response.statusCode}`),
+      );
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        resolve(error.code ?? error.message),
+      );
+      req.write('{"id":1,');
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const signalled = Date.now();
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(1);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(450);
+    expect(Date.now() - signalled).toBeLessThan(5000);
+    expect(await cut).toBe('ECONNRESET');
+  });
+});
+
+describe('a full database', () => {
+  it('answers creates with 503, writes nothing, keeps serving reads, and recovers when space returns', async () => {
+    const testApp = await startTestApp();
+    try {
+      const token = await testApp.issueToken();
+      const post = (id: number) =>
+        testApp
+          .http()
+          .post('/plants')
+          .set('Authorization', `Bearer ${token}`)
+          .send({ id, name: `plant ${id}`.repeat(50) });
+      await post(1).expect(200);
+      const dataSource = testApp.app.get(DataSource);
+      // SQLite's own ceiling on the file's size: the same SQLITE_FULL a full disk gives
+      const [{ page_count: pages }] = (await dataSource.query(
+        'PRAGMA page_count',
+      )) as { page_count: bigint }[];
+      await dataSource.query(`PRAGMA max_page_count = ${pages}`);
+
+      let full: { status: number; body: unknown } | undefined;
+      for (let id = 2; id < 500 && full === undefined; id += 1) {
+        const response = await post(id);
+        if (response.status !== 200)
+          full = { status: response.status, body: response.body };
+      }
+      expect(full).toEqual({
+        status: 503,
+        body: {
+          error: 503,
+          message: 'the database is unavailable; try again later',
+        },
+      });
+      const db = testApp.openDatabase();
+      const stored = (
+        db.prepare('SELECT count(*) AS n FROM plants').get() as { n: bigint }
+      ).n;
+      expect(db.pragma('integrity_check')).toEqual([{ integrity_check: 'ok' }]);
+      db.close();
+      await testApp
+        .http()
+        .get('/plants/1')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200);
+      await testApp
+        .http()
+        .get('/plants?limit=1000')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200);
+
+      await dataSource.query('PRAGMA max_page_count = 1073741823');
+      await post(10_000).expect(200);
+      const after = testApp.openDatabase();
+      expect(
+        (
+          after.prepare('SELECT count(*) AS n FROM plants').get() as {
+            n: bigint;
+          }
+        ).n,
+      ).toBe(stored + 1n);
+      after.close();
+    } finally {
+      await testApp.close();
+    }
+  });
+});

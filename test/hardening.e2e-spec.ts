@@ -1,0 +1,186 @@
+import { statSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
+import { portOf } from './helpers/raw-http';
+
+/** Opens a raw TCP connection and resolves with all it received once the server closes it. */
+function slowClient(port: number, send: (socket: Socket) => void) {
+  return new Promise<{ received: string; closedAfterMs: number }>(
+    (resolve, reject) => {
+      const started = Date.now();
+      const socket = connect(port, '127.0.0.1', () => send(socket));
+      let received = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => (received += chunk));
+      socket.on('error', reject);
+      socket.on('close', () =>
+        resolve({ received, closedAfterMs: Date.now() - started }),
+      );
+    },
+  );
+}
+
+/** Writes `text` one byte every `everyMs`, until the socket is closed under it. */
+function dribble(socket: Socket, text: string, everyMs: number) {
+  let index = 0;
+  const timer = setInterval(() => {
+    if (socket.destroyed || !socket.writable || index >= text.length)
+      return clearInterval(timer);
+    socket.write(text[index++]);
+  }, everyMs);
+  socket.on('close', () => clearInterval(timer));
+}
+
+describe('hardening', () => {
+  let testApp: TestApp;
+  let port: number;
+  let token: string;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({
+      env: {
+        HEADERS_TIMEOUT: '1s',
+        REQUEST_TIMEOUT: '2s',
+        CORS_ORIGINS: 'https://app.example.com',
+      },
+    });
+    port = await portOf(testApp.server);
+    token = await testApp.issueToken();
+  });
+
+  afterAll(() => testApp.close());
+
+  describe('security headers', () => {
+    it.each([
+      ['a public probe', '/health/live'],
+      ['an error', '/nowhere'],
+      ['the docs page', '/docs'],
+    ])('sets helmet headers on %s', async (_label, path) => {
+      const response = await testApp.http().get(path).redirects(1);
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
+      expect(response.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(response.headers['content-security-policy']).toContain(
+        "default-src 'self'",
+      );
+      expect(response.headers['content-security-policy']).not.toContain(
+        'upgrade-insecure-requests',
+      );
+      expect(response.headers['x-powered-by']).toBeUndefined();
+    });
+
+    it('sets them on an authenticated answer too', async () => {
+      const response = await testApp
+        .http()
+        .get('/plants')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200);
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
+    });
+  });
+
+  describe('CORS', () => {
+    it('allows an origin on the allowlist', async () => {
+      const response = await testApp
+        .http()
+        .get('/health/live')
+        .set('Origin', 'https://app.example.com');
+      expect(response.headers['access-control-allow-origin']).toBe(
+        'https://app.example.com',
+      );
+    });
+
+    it('names no other origin', async () => {
+      const response = await testApp
+        .http()
+        .get('/health/live')
+        .set('Origin', 'https://evil.example.com');
+      expect(response.headers['access-control-allow-origin']).toBeUndefined();
+    });
+
+    it('is off without CORS_ORIGINS', async () => {
+      const plain = await startTestApp();
+      try {
+        const response = await plain
+          .http()
+          .get('/health/live')
+          .set('Origin', 'https://app.example.com');
+        expect(response.headers['access-control-allow-origin']).toBeUndefined();
+      } finally {
+        await plain.close();
+      }
+    });
+  });
+
+  describe('slow and broken clients', () => {
+    it('closes a connection whose headers arrive a byte at a time, past HEADERS_TIMEOUT', async () => {
+      const { received, closedAfterMs } = await slowClient(port, (socket) =>
+        dribble(
+          socket,
+          `GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Pad: ${'a'.repeat(200)}\r\n\r\n`,
+          50,
+        ),
+      );
+      expect(closedAfterMs).toBeLessThan(4000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+      expect(received).toContain(
+        '{"error":408,"message":"the request did not arrive in time"}',
+      );
+    });
+
+    it('closes a connection whose body arrives a byte at a time, past REQUEST_TIMEOUT', async () => {
+      const body = JSON.stringify({ id: 1, name: 'x'.repeat(400) });
+      const { received, closedAfterMs } = await slowClient(port, (socket) => {
+        socket.write(
+          `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        );
+        dribble(socket, body, 20);
+      });
+      expect(closedAfterMs).toBeLessThan(5000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 /);
+      expect(received).toContain(
+        '{"error":408,"message":"the request did not arrive in time"}',
+      );
+      const db = testApp.openDatabase();
+      expect(
+        db.prepare('SELECT count(*) AS n FROM plants WHERE id = 1').get(),
+      ).toEqual({ n: 0n });
+      db.close();
+    });
+
+    it('answers headers over 16 KiB with a 400 Error', async () => {
+      const { received } = await slowClient(port, (socket) =>
+        socket.write(
+          `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        ),
+      );
+      expect(received).toMatch(/^HTTP\/1\.1 400 /);
+      expect(received).toContain(
+        '{"error":400,"message":"request headers are larger than 16 KiB"}',
+      );
+    });
+
+    it('answers bytes that are not HTTP with a 400 Error', async () => {
+      const { received } = await slowClient(port, (socket) =>
+        socket.write('\u0016\u0003\u0001 not http at all\r\n\r\n'),
+      );
+      expect(received).toMatch(/^HTTP\/1\.1 400 /);
+      expect(received).toContain('"error":400');
+    });
+  });
+});
+
+describe('the database file', () => {
+  it('and its folder are created readable by the service user only', async () => {
+    const folder = makeTempFolder();
+    const databaseFile = join(folder.path, 'fresh', 'store.sqlite');
+    try {
+      const testApp = await startTestApp({ databaseFile });
+      await testApp.close();
+      expect(statSync(join(folder.path, 'fresh')).mode & 0o777).toBe(0o700);
+      expect(statSync(databaseFile).mode & 0o777).toBe(0o600);
+    } finally {
+      folder.remove();
+    }
+  });
+});
