@@ -126,9 +126,8 @@ describe('a full database', () => {
       await post(1).expect(200);
       const dataSource = testApp.app.get(DataSource);
       // SQLite's own ceiling on the file's size: the same SQLITE_FULL a full disk gives
-      const [{ page_count: pages }] = (await dataSource.query(
-        'PRAGMA page_count',
-      )) as { page_count: bigint }[];
+      const [{ page_count: pages }] =
+        await dataSource.query<{ page_count: bigint }[]>('PRAGMA page_count');
       await dataSource.query(`PRAGMA max_page_count = ${pages}`);
 
       let full: { status: number; body: unknown } | undefined;

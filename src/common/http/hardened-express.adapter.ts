@@ -1,6 +1,6 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AppConfig } from '../../config/app.config';
 
@@ -41,7 +41,7 @@ export class HardenedExpressAdapter extends ExpressAdapter {
         connectionsCheckingInterval: 1000,
         maxHeaderSize: MAX_HEADER_BYTES,
       },
-      this.getInstance(),
+      this.getInstance<RequestListener>(),
     );
     server.on('clientError', answerClientError);
     this.setHttpServer(server);
