@@ -9,14 +9,19 @@ const LIMIT = 16 * 1024;
 
 /** @param {import('node:http').ServerResponse} res @param {{status: number, body: string}} answer */
 function send(res, answer) {
-  res.writeHead(answer.status, { 'Content-Type': 'application/json; charset=utf-8' });
+  res.writeHead(answer.status, {
+    'Content-Type': 'application/json; charset=utf-8',
+  });
   res.end(answer.body);
 }
 
 const server = createServer((req, res) => {
   const url = req.url ?? '/';
   if (req.method === 'POST' && url === '/plants') {
-    const denied = store.authenticate(req.headers.authorization, 'plants:write');
+    const denied = store.authenticate(
+      req.headers.authorization,
+      'plants:write',
+    );
     if (denied) return send(res, denied);
     const chunks = [];
     let size = 0;
@@ -25,7 +30,11 @@ const server = createServer((req, res) => {
       if (size <= LIMIT) chunks.push(chunk);
     });
     req.on('end', () => {
-      if (size > LIMIT) return send(res, { status: 400, body: '{"error":400,"message":"request body too large"}' });
+      if (size > LIMIT)
+        return send(res, {
+          status: 400,
+          body: '{"error":400,"message":"request body too large"}',
+        });
       send(res, store.create(Buffer.concat(chunks).toString('utf8')));
     });
     return;
@@ -35,9 +44,13 @@ const server = createServer((req, res) => {
     if (denied) return send(res, denied);
     const [path, query = ''] = url.split('?');
     if (path === '/plants') {
-      return send(res, store.list(Number(new URLSearchParams(query).get('limit') ?? 100)));
+      return send(
+        res,
+        store.list(Number(new URLSearchParams(query).get('limit') ?? 100)),
+      );
     }
-    if (path.startsWith('/plants/')) return send(res, store.findOne(path.slice('/plants/'.length)));
+    if (path.startsWith('/plants/'))
+      return send(res, store.findOne(path.slice('/plants/'.length)));
   }
   send(res, { status: 404, body: '{"error":404,"message":"not found"}' });
 });

@@ -5,7 +5,13 @@
 // servers round by round, and prints requests/s, latency, errors and peak RSS side by side.
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, readFileSync, rmSync, mkdirSync, writeFileSync } = require('node:fs');
+const {
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  mkdirSync,
+  writeFileSync,
+} = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -27,14 +33,20 @@ function parseArguments(argv) {
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
     if (name === 'smoke') {
-      Object.assign(options, { smoke: true, rounds: 1, duration: 0.4, connections: 4 });
+      Object.assign(options, {
+        smoke: true,
+        rounds: 1,
+        duration: 0.4,
+        connections: 4,
+      });
       continue;
     }
     if (!(name in options)) throw new Error(`unknown option --${name}`);
     const value = argv[++i];
     options[name] = typeof options[name] === 'number' ? Number(value) : value;
   }
-  if (!['normal', 'full'].includes(options.synchronous)) throw new Error('--synchronous is normal or full');
+  if (!['normal', 'full'].includes(options.synchronous))
+    throw new Error('--synchronous is normal or full');
   return options;
 }
 
@@ -59,7 +71,9 @@ function freePort() {
     const server = createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      const { port } = /** @type {import('node:net').AddressInfo} */ (
+        server.address()
+      );
       server.close(() => resolve(port));
     });
   });
@@ -67,19 +81,27 @@ function freePort() {
 
 /** A database with the service's schema (its own migrations, through its CLI) and a token. */
 function prepareDatabase(file, preload) {
-  const created = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'], {
-    env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
-    encoding: 'utf8',
-  });
+  const created = execFileSync(
+    process.execPath,
+    [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
+    {
+      env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
+      encoding: 'utf8',
+    },
+  );
   const token = created.trimEnd().split('\n').pop();
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)',
+  );
   const total = Math.max(SEEDED, preload);
   const insertChunk = db.transaction((from, to) => {
-    for (let id = from; id < to; id += 1) insert.run(id, `plant ${id}`, id % 2 ? 'even' : null);
+    for (let id = from; id < to; id += 1)
+      insert.run(id, `plant ${id}`, id % 2 ? 'even' : null);
   });
-  for (let from = 1; from <= total; from += 50_000) insertChunk(from, Math.min(from + 50_000, total + 1));
+  for (let from = 1; from <= total; from += 50_000)
+    insertChunk(from, Math.min(from + 50_000, total + 1));
   db.close();
   return token;
 }
@@ -101,6 +123,8 @@ async function startServer(server, file, options) {
       DATABASE_URL: `sqlite:${file}`,
       DATABASE_FILE: file,
       DB_SYNCHRONOUS: options.synchronous,
+      // one token drives every request here: the per-token limit would turn most into 429s
+      RATE_LIMIT_PER_TOKEN: '1000000000',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -110,7 +134,8 @@ async function startServer(server, file, options) {
       await fetch(`${base}/plants`);
       break;
     } catch {
-      if (tries > 300 || child.exitCode !== null) throw new Error(`${server.name} did not start`);
+      if (tries > 300 || child.exitCode !== null)
+        throw new Error(`${server.name} did not start`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -141,11 +166,17 @@ function scenarios(token, round) {
         {
           method: 'GET',
           headers: auth,
-          setupRequest: (request) => ({ ...request, path: `/plants/${1 + Math.floor(Math.random() * SEEDED)}` }),
+          setupRequest: (request) => ({
+            ...request,
+            path: `/plants/${1 + Math.floor(Math.random() * SEEDED)}`,
+          }),
         },
       ],
     },
-    { name: 'GET /plants?limit=100', requests: [{ method: 'GET', path: '/plants?limit=100', headers: auth }] },
+    {
+      name: 'GET /plants?limit=100',
+      requests: [{ method: 'GET', path: '/plants?limit=100', headers: auth }],
+    },
   ];
 }
 
@@ -170,22 +201,33 @@ async function drive(server, scenario, options) {
   };
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const median = (values) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function main() {
   const options = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
   const started = [];
   try {
-    const files = Object.fromEntries(SERVERS.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]));
-    const tokens = Object.fromEntries(SERVERS.map((s) => [s.name, prepareDatabase(files[s.name], options.preload)]));
-    for (const server of SERVERS) started.push(await startServer(server, files[server.name], options));
+    const files = Object.fromEntries(
+      SERVERS.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]),
+    );
+    const tokens = Object.fromEntries(
+      SERVERS.map((s) => [
+        s.name,
+        prepareDatabase(files[s.name], options.preload),
+      ]),
+    );
+    for (const server of SERVERS)
+      started.push(await startServer(server, files[server.name], options));
 
     /** @type {Record<string, Record<string, any[]>>} */
     const runs = {};
     for (let round = 0; round < options.rounds; round += 1) {
       // rotate the order each round so that machine noise hits every server alike
-      const order = started.map((_, i) => started[(i + round) % started.length]);
+      const order = started.map(
+        (_, i) => started[(i + round) % started.length],
+      );
       for (const [index] of scenarios('', round).entries()) {
         for (const server of order) {
           const scenario = scenarios(tokens[server.name], round)[index];
@@ -204,15 +246,18 @@ async function main() {
             p50Ms: median(measured.map((m) => m.p50)),
             p99Ms: median(measured.map((m) => m.p99)),
             errors: measured.reduce((sum, m) => sum + m.errors, 0),
-            peakRssMb: Math.max(...measured.map((m) => m.peakRssBytes)) / 1024 / 1024,
+            peakRssMb:
+              Math.max(...measured.map((m) => m.peakRssBytes)) / 1024 / 1024,
           },
         ]),
       );
       return {
         scenario,
         servers,
-        serviceToFloor: servers.service.requestsPerSecond / servers.floor.requestsPerSecond,
-        serviceToPeer: servers.service.requestsPerSecond / servers.peer.requestsPerSecond,
+        serviceToFloor:
+          servers.service.requestsPerSecond / servers.floor.requestsPerSecond,
+        serviceToPeer:
+          servers.service.requestsPerSecond / servers.peer.requestsPerSecond,
       };
     });
 
@@ -228,21 +273,51 @@ async function main() {
       options.out ||
       (options.smoke
         ? join(folder, 'smoke.json')
-        : join(__dirname, 'results', `${report.date.replace(/[:.]/g, '-')}${options.preload ? `-preload-${options.preload}` : ''}.json`));
+        : join(
+            __dirname,
+            'results',
+            `${report.date.replace(/[:.]/g, '-')}${options.preload ? `-preload-${options.preload}` : ''}.json`,
+          ));
     mkdirSync(join(out, '..'), { recursive: true });
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`\nwrote ${out}`);
     if (options.smoke) console.log(`SMOKE ${JSON.stringify(report)}`);
   } finally {
     for (const server of started) server.child.kill('SIGTERM');
-    await Promise.all(started.map((s) => new Promise((resolve) => (s.child.exitCode !== null ? resolve(0) : s.child.once('exit', resolve)))));
+    await Promise.all(
+      started.map(
+        (s) =>
+          new Promise((resolve) =>
+            s.child.exitCode !== null
+              ? resolve(0)
+              : s.child.once('exit', resolve),
+          ),
+      ),
+    );
     rmSync(folder, { recursive: true, force: true });
   }
 }
 
 function printTable(report) {
-  const rows = [['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'service/floor', 'service/peer']];
-  for (const { scenario, servers, serviceToFloor, serviceToPeer } of report.scenarios) {
+  const rows = [
+    [
+      'scenario',
+      'server',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'errors',
+      'peak RSS MB',
+      'service/floor',
+      'service/peer',
+    ],
+  ];
+  for (const {
+    scenario,
+    servers,
+    serviceToFloor,
+    serviceToPeer,
+  } of report.scenarios) {
     for (const [name, m] of Object.entries(servers)) {
       rows.push([
         scenario,
@@ -257,12 +332,15 @@ function printTable(report) {
       ]);
     }
   }
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  const widths = rows[0].map((_, c) =>
+    Math.max(...rows.map((r) => r[c].length)),
+  );
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
       `${report.seeded} plants stored, synchronous=${report.options.synchronous}, ${report.node}`,
   );
-  for (const row of rows) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
+  for (const row of rows)
+    console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
 }
 
 main().catch((error) => {

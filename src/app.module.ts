@@ -4,6 +4,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
 import { ShutdownGate } from './common/http/shutdown-gate';
+import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
@@ -21,6 +22,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       load: [appConfig, databaseConfig, webhooksConfig],
     }),
     DatabaseModule,
+    RateLimitModule,
     AuthModule,
     PlantsModule,
     HealthModule,

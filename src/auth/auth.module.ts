@@ -1,13 +1,12 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { ApiToken } from './api-token.entity';
 import { BearerGuard } from './bearer.guard';
-import { TokensService } from './tokens.service';
+import { TokensModule } from './tokens.module';
 
+/** Bearer authentication for every route that is not @Public(). */
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiToken])],
-  providers: [TokensService, { provide: APP_GUARD, useClass: BearerGuard }],
-  exports: [TokensService],
+  imports: [TokensModule],
+  providers: [{ provide: APP_GUARD, useClass: BearerGuard }],
+  exports: [TokensModule],
 })
 export class AuthModule {}

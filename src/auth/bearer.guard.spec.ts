@@ -1,5 +1,7 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { ThrottlerStorage } from '@nestjs/throttler';
+import { readAppConfig } from '../config/app.config';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import type { ApiToken } from './api-token.entity';
 import { BearerGuard } from './bearer.guard';
@@ -22,9 +24,21 @@ describe('BearerGuard', () => {
     const reflector = {
       getAllAndOverride: (key: string) => metadata[key],
     } as unknown as Reflector;
-    guard = new BearerGuard(reflector, {
-      authenticate,
-    } as unknown as TokensService);
+    const counters = {
+      increment: () =>
+        Promise.resolve({
+          totalHits: 1,
+          timeToExpire: 60,
+          isBlocked: false,
+          timeToBlockExpire: 0,
+        }),
+    };
+    guard = new BearerGuard(
+      reflector,
+      { authenticate } as unknown as TokensService,
+      counters as unknown as ThrottlerStorage,
+      readAppConfig({}),
+    );
   });
 
   function contextWith(authorization?: string): ExecutionContext {

@@ -2,11 +2,15 @@ import {
   CanActivate,
   ExecutionContext,
   HttpStatus,
+  Inject,
   Injectable,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { getStorageToken, type ThrottlerStorage } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
+import { tooManyRequests } from '../common/rate-limit/rate-limit.guard';
+import { appConfig, type AppConfig } from '../config/app.config';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import type { Scope } from './scopes';
@@ -24,6 +28,8 @@ export class BearerGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly tokens: TokensService,
+    @Inject(getStorageToken()) private readonly counters: ThrottlerStorage,
+    @Inject(appConfig.KEY) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -48,6 +54,7 @@ export class BearerGuard implements CanActivate {
     }
     const token = await this.tokens.authenticate(presented);
     if (!token) {
+      await this.countRejectedToken(request);
       throw unauthorized(
         'the bearer token is unknown, revoked or expired',
         `Bearer ${REALM}, error="invalid_token"`,
@@ -67,6 +74,27 @@ export class BearerGuard implements CanActivate {
       );
     }
     return true;
+  }
+
+  /**
+   * Guessing tokens from one address meets a much lower limit than using one: past it, the
+   * address gets 429 for every further wrong token, and learns nothing more.
+   */
+  private async countRejectedToken(request: Request): Promise<void> {
+    const { badTokens, windowMs, badTokenBlockMs } = this.config.rateLimit;
+    const { isBlocked, timeToBlockExpire } = await this.counters.increment(
+      `rejected-tokens:${request.ip}`,
+      windowMs,
+      badTokens,
+      badTokenBlockMs,
+      'rejected-tokens',
+    );
+    if (isBlocked) {
+      throw tooManyRequests(
+        timeToBlockExpire,
+        'rejected tokens from this address',
+      );
+    }
   }
 }
 

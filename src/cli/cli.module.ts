@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { AuthModule } from '../auth/auth.module';
+import { TokensModule } from '../auth/tokens.module';
 import { databaseConfig } from '../config/database.config';
 import { webhooksConfig } from '../config/webhooks.config';
 import { DatabaseModule } from '../database/database.module';
@@ -15,7 +15,7 @@ import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.mo
       load: [databaseConfig, webhooksConfig],
     }),
     DatabaseModule,
-    AuthModule,
+    TokensModule,
     WebhookSubscriptionsModule,
   ],
 })

@@ -37,6 +37,19 @@ export interface AppConfig {
   keepAliveTimeoutMs: number;
   /** On SIGTERM, in-flight requests get this long to finish before they are cut. */
   shutdownGracePeriodMs: number;
+  rateLimit: RateLimitConfig;
+}
+
+export interface RateLimitConfig {
+  windowMs: number;
+  /** Requests per window for each bearer token. */
+  perToken: number;
+  /** Requests per window for each client address, for requests without a bearer token. */
+  perAddress: number;
+  /** Rejected tokens per window from one address before it is blocked. */
+  badTokens: number;
+  /** How long an address that tried too many bad tokens is blocked. */
+  badTokenBlockMs: number;
 }
 
 function readOrigins(env: NodeJS.ProcessEnv): string[] {
@@ -71,6 +84,13 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     headersTimeoutMs: readDuration(env, 'HEADERS_TIMEOUT', 10_000),
     keepAliveTimeoutMs: readDuration(env, 'KEEP_ALIVE_TIMEOUT', 5_000),
     shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
+    rateLimit: {
+      windowMs: readDuration(env, 'RATE_LIMIT_WINDOW', 60_000),
+      perToken: readInteger(env, 'RATE_LIMIT_PER_TOKEN', 6000, 1, 1e9),
+      perAddress: readInteger(env, 'RATE_LIMIT_PER_ADDRESS', 600, 1, 1e9),
+      badTokens: readInteger(env, 'RATE_LIMIT_BAD_TOKENS', 20, 1, 1e9),
+      badTokenBlockMs: readDuration(env, 'RATE_LIMIT_BAD_TOKEN_BLOCK', 900_000),
+    },
   };
 }
 

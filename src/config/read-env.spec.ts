@@ -15,6 +15,13 @@ describe('readAppConfig', () => {
       headersTimeoutMs: 10_000,
       keepAliveTimeoutMs: 5_000,
       shutdownGracePeriodMs: 10_000,
+      rateLimit: {
+        windowMs: 60_000,
+        perToken: 6000,
+        perAddress: 600,
+        badTokens: 20,
+        badTokenBlockMs: 900_000,
+      },
     });
   });
 

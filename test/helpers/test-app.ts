@@ -50,6 +50,10 @@ export async function startTestApp(
   Object.assign(process.env, {
     DATABASE_URL: `sqlite:${databaseFile}`,
     LOG_LEVEL: 'silent',
+    // suites send thousands of requests with one token; rate-limit tests set their own limits
+    RATE_LIMIT_PER_TOKEN: '1000000000',
+    RATE_LIMIT_PER_ADDRESS: '1000000000',
+    RATE_LIMIT_BAD_TOKENS: '1000000000',
     ...options.env,
   });
   let app: NestExpressApplication;
