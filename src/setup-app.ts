@@ -53,7 +53,7 @@ export async function createApp(): Promise<NestExpressApplication> {
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   app.use(createRequestLogger(logger));
-  app.use(...createJsonBodyMiddleware(config.bodyLimitBytes));
+  app.use(createJsonBodyMiddleware(config.bodyLimitBytes));
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
   serveOpenApi(app, buildOpenApiDocument(app, config));
   return app;

@@ -52,6 +52,16 @@ describe('bearer authentication', () => {
       'missing bearer token: send Authorization: Bearer <token>',
     ));
 
+  it('checks the token before the body: no token and malformed JSON is still a 401', async () => {
+    const response = await testApp
+      .http()
+      .post('/plants')
+      .set('Content-Type', 'text/plain')
+      .send('{"id": oops');
+    expect(response.status).toBe(401);
+    expect(response.body.error).toBe(401);
+  });
+
   it.each(['Basic dXNlcjpwYXNz', 'Token abc', 'Bearer', 'Bearer a b', ''])(
     'answers 401 for the credentials %j, which are not a bearer token',
     (authorization) =>

@@ -43,7 +43,14 @@ export function sendRaw(
         port,
         method: options.method ?? 'POST',
         path: options.path,
-        headers: options.headers,
+        // a body always goes with its length: Node sends a DELETE's body unframed otherwise
+        headers:
+          options.body === undefined
+            ? options.headers
+            : {
+                'Content-Length': Buffer.byteLength(options.body),
+                ...options.headers,
+              },
         agent: options.agent,
       },
       (res) => {

@@ -61,7 +61,8 @@ export class ResponseContract {
 
   /** Why this answer breaks the document, or undefined when it honours it. */
   check(response: ObservedResponse): string | undefined {
-    const path = response.path.split('?')[0];
+    // express routes /plants/ as /plants (non-strict routing)
+    const path = response.path.split('?')[0].replace(/(.)\/$/, '$1');
     if (
       UNDOCUMENTED_PREFIXES.some(
         (prefix) => path === prefix || path.startsWith(`${prefix}/`),

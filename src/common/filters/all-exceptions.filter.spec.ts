@@ -48,31 +48,6 @@ describe('toErrorAnswer', () => {
   });
 
   it.each([
-    [
-      { type: 'entity.too.large', limit: 16384 },
-      'request body is larger than the limit of 16384 bytes',
-    ],
-    [
-      { type: 'request.aborted' },
-      'request body was aborted before it was complete',
-    ],
-    [
-      { type: 'request.size.invalid' },
-      'request body length does not match its Content-Length',
-    ],
-    [
-      { type: 'encoding.unsupported', encoding: 'gzip' },
-      'Content-Encoding "gzip" is not supported; send the body uncompressed',
-    ],
-    [{ type: 'stream.not.readable' }, 'request body could not be read'],
-  ])('answers the body-reading failure %j with 400', (error, message) => {
-    expect(toErrorAnswer(Object.assign(new Error('raw'), error)).body).toEqual({
-      error: 400,
-      message,
-    });
-  });
-
-  it.each([
     'SQLITE_BUSY',
     'SQLITE_FULL',
     'SQLITE_IOERR_WRITE',

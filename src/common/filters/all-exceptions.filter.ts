@@ -18,8 +18,8 @@ export interface ErrorAnswer {
 }
 
 /**
- * The one place where failures become answers: every exception of every layer (routing, body
- * parsing, guards, pipes, handlers) is answered with the spec's Error object.
+ * The one place where failures become answers: every exception of every layer (routing,
+ * guards, pipes, handlers, middleware) is answered with the spec's Error object.
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -52,10 +52,6 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
         exception instanceof HttpErrorWithHeaders ? exception.headers : {},
     };
   }
-  const bodyReadingMessage = describeBodyReadingError(exception);
-  if (bodyReadingMessage !== undefined) {
-    return answer(HttpStatus.BAD_REQUEST, bodyReadingMessage);
-  }
   if (isDatabaseUnavailable(exception)) {
     return answer(
       HttpStatus.SERVICE_UNAVAILABLE,
@@ -76,38 +72,4 @@ function messageOf(exception: HttpException): string {
   if (typeof message === 'string') return message;
   if (Array.isArray(message)) return message.join('; ');
   return exception.message;
-}
-
-interface BodyReadingError {
-  type: string;
-  limit?: number;
-  encoding?: string;
-}
-
-/** body-parser (under express.raw) reports its failures with a `type`; all are the client's. */
-function describeBodyReadingError(exception: unknown): string | undefined {
-  if (
-    typeof exception !== 'object' ||
-    exception === null ||
-    typeof (exception as Partial<BodyReadingError>).type !== 'string'
-  ) {
-    return undefined;
-  }
-  const error = exception as BodyReadingError;
-  switch (error.type) {
-    case 'entity.too.large':
-      return `request body is larger than the limit of ${error.limit} bytes`;
-    case 'request.aborted':
-      return 'request body was aborted before it was complete';
-    case 'request.size.invalid':
-      return 'request body length does not match its Content-Length';
-    case 'encoding.unsupported':
-      return `Content-Encoding ${JSON.stringify(error.encoding)} is not supported; send the body uncompressed`;
-    default:
-      return error.type.startsWith('entity.') ||
-        error.type.startsWith('request.') ||
-        error.type.startsWith('stream.')
-        ? 'request body could not be read'
-        : undefined;
-  }
 }

@@ -1,4 +1,3 @@
-import { BadRequestException } from '@nestjs/common';
 import { parse as parseContentType } from 'content-type';
 import { raw, type NextFunction, type Request, type Response } from 'express';
 import { parseLosslessJson } from './lossless-json';
@@ -6,44 +5,34 @@ import { parseLosslessJson } from './lossless-json';
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Reads any request body as bytes (up to `limit`) and parses it as lossless JSON. Bodies are
- * JSON or nothing: another Content-Type, bad UTF-8 or malformed JSON is a 400.
+ * A request body that could not be read as JSON, and why. It is left in `req.body` for the
+ * handler that takes a body to reject (AppValidationPipe): a route that reads no body ignores
+ * it, and an unknown route stays a 404.
  */
-export function createJsonBodyMiddleware(limitBytes: number) {
-  const readBytes = raw({
-    type: () => true,
-    limit: limitBytes,
-    inflate: false,
-  });
-  return [
-    readBytes,
-    function parseJsonBody(req: Request, _res: Response, next: NextFunction) {
-      const bytes: unknown = req.body;
-      if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
-        req.body = undefined;
-        return next();
-      }
-      const contentTypeProblem = describeContentTypeProblem(req);
-      if (contentTypeProblem) {
-        return next(new BadRequestException(contentTypeProblem));
-      }
-      let text: string;
-      try {
-        text = UTF8.decode(bytes);
-      } catch {
-        return next(new BadRequestException('request body is not valid UTF-8'));
-      }
-      try {
-        req.body = parseLosslessJson(text);
-      } catch (error) {
-        const reason = error instanceof SyntaxError ? `: ${error.message}` : '';
-        return next(
-          new BadRequestException(`request body is not valid JSON${reason}`),
-        );
-      }
-      next();
-    },
-  ];
+export class UnreadableBody {
+  constructor(readonly reason: string) {}
+}
+
+interface BodyReadingError {
+  type?: unknown;
+  limit?: unknown;
+  encoding?: unknown;
+}
+
+/** body-parser reports its failures with a `type`; every one of them is the client's. */
+export function describeReadingError(error: BodyReadingError): string {
+  switch (error.type) {
+    case 'entity.too.large':
+      return `request body is larger than the limit of ${String(error.limit)} bytes`;
+    case 'request.aborted':
+      return 'request body was aborted before it was complete';
+    case 'request.size.invalid':
+      return 'request body length does not match its Content-Length';
+    case 'encoding.unsupported':
+      return `Content-Encoding ${JSON.stringify(error.encoding)} is not supported; send the body uncompressed`;
+    default:
+      return 'request body could not be read';
+  }
 }
 
 /** Why the request's Content-Type is not UTF-8 JSON, or undefined when it is. */
@@ -65,4 +54,52 @@ function describeContentTypeProblem(req: Request): string | undefined {
     return `request body must be UTF-8 encoded, got charset ${JSON.stringify(charset)}`;
   }
   return undefined;
+}
+
+function parseBody(req: Request, bytes: Buffer): unknown {
+  const contentTypeProblem = describeContentTypeProblem(req);
+  if (contentTypeProblem) return new UnreadableBody(contentTypeProblem);
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return new UnreadableBody('request body is not valid UTF-8');
+  }
+  try {
+    return parseLosslessJson(text);
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? `: ${error.message}` : '';
+    return new UnreadableBody(`request body is not valid JSON${reason}`);
+  }
+}
+
+/**
+ * Reads any request body as bytes (up to the limit, draining the rest) and parses it as
+ * lossless JSON into `req.body`: a value, undefined for no body, or an UnreadableBody.
+ */
+export function createJsonBodyMiddleware(limitBytes: number) {
+  const readBytes = raw({
+    type: () => true,
+    limit: limitBytes,
+    inflate: false,
+  });
+  return function readJsonBody(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+  ) {
+    readBytes(req, res, (error?: unknown) => {
+      const bytes: unknown = req.body;
+      if (error) {
+        req.body = new UnreadableBody(
+          describeReadingError(error as BodyReadingError),
+        );
+      } else if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
+        req.body = undefined;
+      } else {
+        req.body = parseBody(req, bytes);
+      }
+      next();
+    });
+  };
 }

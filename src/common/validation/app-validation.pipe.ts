@@ -5,6 +5,7 @@ import {
   ValidationPipe,
   type ValidationError,
 } from '@nestjs/common';
+import { UnreadableBody } from '../json/json-body.middleware';
 
 function collectMessages(errors: ValidationError[]): string[] {
   return errors.flatMap((error) => [
@@ -51,6 +52,9 @@ export class AppValidationPipe extends ValidationPipe {
     metadata: ArgumentMetadata,
   ): Promise<unknown> {
     if (metadata.type === 'body') {
+      if (value instanceof UnreadableBody) {
+        throw new BadRequestException(value.reason);
+      }
       if (value === undefined) {
         throw new BadRequestException(
           'request body is required: send a JSON object',

@@ -1,0 +1,304 @@
+import type Database from 'better-sqlite3';
+import fc from 'fast-check';
+import { Agent } from 'node:http';
+import { portOf, sendRaw, type RawResponse } from './helpers/raw-http';
+import type { Doc } from './helpers/openapi-contract';
+import { ResponseContract } from './helpers/response-contract';
+import { startTestApp, type TestApp } from './helpers/test-app';
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** Requests per property; four properties make 10,000 generated requests a run. */
+const RUNS = 2500;
+
+interface StoredPlant {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+/** JSON text for a value that may hold bigints, written as exact numbers. */
+function toJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === 'bigint' ? `\u0000${inner}\u0000` : inner,
+  ).replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+}
+
+const oddNumberText = fc.constantFrom(
+  '1e400',
+  '-1e400',
+  '-0',
+  '0.0',
+  '5.0',
+  '5e0',
+  '1.5',
+  '9223372036854775808',
+  '-9223372036854775809',
+  '9223372036854775807',
+  '-9223372036854775808',
+  '9007199254740993',
+  '1e21',
+  '0e0',
+  '123456789012345678901234567890',
+  '00',
+  '1E+2',
+  '-',
+  '1.',
+  '.5',
+  '0x10',
+  'NaN',
+  'Infinity',
+);
+
+const oddStringText = fc.oneof(
+  fc.constantFrom(
+    '"\\ud800"',
+    '"\\udfff x"',
+    '"a\\u0000b"',
+    '""',
+    '"\\\\"',
+    `"${'x'.repeat(20_000)}"`,
+  ),
+  fc
+    .string({ unit: 'binary', maxLength: 40 })
+    .map((text) => JSON.stringify(text)),
+);
+
+const validPlant = fc.record(
+  {
+    id: fc.bigInt({ min: INT64_MIN, max: INT64_MAX }),
+    name: fc
+      .string({ unit: 'binary', maxLength: 60 })
+      .filter((text) => text.isWellFormed()),
+    tag: fc.string({ unit: 'grapheme', maxLength: 20 }),
+  },
+  { requiredKeys: ['id', 'name'] },
+);
+
+/** One field of a valid plant replaced by something odd, written as raw JSON text. */
+const nearValidBody = fc
+  .tuple(
+    validPlant,
+    fc.constantFrom('id', 'name', 'tag'),
+    fc.oneof(oddNumberText, oddStringText, fc.jsonValue().map(toJson)),
+  )
+  .map(([plant, field, raw]) => {
+    const { [field]: _dropped, ...rest } = plant as Record<string, unknown>;
+    const base = toJson(rest);
+    return base === '{}'
+      ? `{"${field}":${raw}}`
+      : `${base.slice(0, -1)},"${field}":${raw}}`;
+  });
+
+const postBody = fc.oneof(
+  validPlant.map(toJson),
+  nearValidBody,
+  fc.jsonValue().map((value) => JSON.stringify(value)),
+  fc.json(),
+  fc
+    .uint8Array({ maxLength: 64 })
+    .map((bytes) => Buffer.from(bytes).toString('latin1')),
+  fc.constantFrom(
+    '',
+    '{',
+    '[]',
+    'null',
+    '{"__proto__":{"id":1,"name":"x"}}',
+    `{"id":1,"name":"${'x'.repeat(17_000)}"}`,
+  ),
+);
+
+const contentType = fc.oneof(
+  { weight: 8, arbitrary: fc.constant('application/json') },
+  fc.constantFrom(
+    'application/json; charset=utf-8',
+    'application/json; charset=latin1',
+    'text/plain',
+    'application/xml',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/json;;;',
+    '',
+  ),
+);
+
+const pathId = fc.oneof(
+  fc.bigInt({ min: INT64_MIN - 10n, max: INT64_MAX + 10n }).map(String),
+  fc.string({ unit: 'binary', maxLength: 30 }).map(encodeURIComponent),
+  oddNumberText.map(encodeURIComponent),
+);
+
+const queryValue = fc.oneof(
+  fc.integer({ min: -5, max: 1500 }).map(String),
+  fc.bigInt({ min: INT64_MIN - 5n, max: INT64_MAX + 5n }).map(String),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  oddNumberText,
+);
+
+const query = fc
+  .record(
+    {
+      limit: queryValue,
+      after: queryValue,
+      tag: queryValue,
+      other: queryValue,
+    },
+    { requiredKeys: [] },
+  )
+  .map((parameters) =>
+    new URLSearchParams(parameters as Record<string, string>).toString(),
+  );
+
+describe('fuzzed requests against the real app (fast-check)', () => {
+  let testApp: TestApp;
+  let db: Database.Database;
+  let contract: ResponseContract;
+  let port: number;
+  let token: string;
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+
+  beforeAll(async () => {
+    testApp = await startTestApp();
+    port = await portOf(testApp.server);
+    token = await testApp.issueToken();
+    db = testApp.openDatabase();
+    contract = new ResponseContract(
+      (await testApp.http().get('/openapi.json')).body as Doc,
+    );
+  });
+
+  afterAll(async () => {
+    agent.destroy();
+    db.close();
+    await testApp.close();
+  });
+
+  const plantCount = () =>
+    (db.prepare('SELECT count(*) AS n FROM plants').get() as { n: bigint }).n;
+  const storedPlant = (id: bigint) =>
+    db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').get(id) as
+      | StoredPlant
+      | undefined;
+
+  /** Every answer: never 5xx, a status the document lists for the operation, a body its schema accepts. */
+  function expectHonest(method: string, path: string, response: RawResponse) {
+    expect(response.status).toBeLessThan(500);
+    expect(
+      contract.check({
+        method,
+        path,
+        status: response.status,
+        contentType: response.headers['content-type'] as string,
+        text: response.text,
+      }),
+    ).toBeUndefined();
+  }
+
+  it(`POST /plants: ${RUNS} bodies, content types and headers`, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        postBody,
+        contentType,
+        fc.boolean(),
+        async (body, type, authorized) => {
+          const before = plantCount();
+          const headers: Record<string, string> = authorized
+            ? { Authorization: `Bearer ${token}` }
+            : {};
+          if (type) headers['Content-Type'] = type;
+          const response = await sendRaw(port, {
+            path: '/plants',
+            headers,
+            body:
+              Buffer.from(body, 'latin1').length === body.length
+                ? Buffer.from(body, 'utf8')
+                : body,
+            agent,
+          });
+          expectHonest('POST', '/plants', response);
+          if (response.status === 200) {
+            const sent = JSON.parse(response.text) as {
+              id: number;
+              name: string;
+              tag?: string;
+            };
+            const id = BigInt(/^\{"id":(-?\d+)/.exec(response.text)![1]);
+            expect(storedPlant(id)).toEqual({
+              id,
+              name: sent.name,
+              tag: sent.tag ?? null,
+            });
+            expect(plantCount()).toBe(before + 1n);
+          } else {
+            expect(plantCount()).toBe(before);
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it(`GET /plants: ${RUNS} query strings`, async () => {
+    await fc.assert(
+      fc.asyncProperty(query, async (search) => {
+        const path = `/plants?${search}`;
+        const response = await sendRaw(port, {
+          method: 'GET',
+          path,
+          headers: { Authorization: `Bearer ${token}` },
+          agent,
+        });
+        expectHonest('GET', path, response);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it(`GET /plants/{id}: ${RUNS} path ids`, async () => {
+    await fc.assert(
+      fc.asyncProperty(pathId, async (id) => {
+        const path = `/plants/${id}`;
+        const response = await sendRaw(port, {
+          method: 'GET',
+          path,
+          headers: { Authorization: `Bearer ${token}` },
+          agent,
+        });
+        expectHonest('GET', path, response);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it(`DELETE /plants/{id}: ${RUNS} path ids, deleting only what they name`, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathId,
+        fc.option(fc.string({ maxLength: 20 })),
+        async (id, junk) => {
+          const before = plantCount();
+          const path = `/plants/${id}`;
+          const response = await sendRaw(port, {
+            method: 'DELETE',
+            path,
+            headers:
+              junk === null
+                ? { Authorization: `Bearer ${token}` }
+                : {
+                    Authorization: `Bearer ${token}`,
+                    'Content-Type': 'text/plain',
+                  },
+            body: junk ?? undefined,
+            agent,
+          });
+          expectHonest('DELETE', path, response);
+          expect(plantCount()).toBe(
+            response.status === 204 ? before - 1n : before,
+          );
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+});
