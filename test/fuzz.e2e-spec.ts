@@ -84,7 +84,8 @@ const nearValidBody = fc
     fc.oneof(oddNumberText, oddStringText, fc.jsonValue().map(toJson)),
   )
   .map(([plant, field, raw]) => {
-    const { [field]: _dropped, ...rest } = plant as Record<string, unknown>;
+    const rest: Record<string, unknown> = { ...plant };
+    delete rest[field];
     const base = toJson(rest);
     return base === '{}'
       ? `{"${field}":${raw}}`
