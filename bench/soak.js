@@ -1,0 +1,117 @@
+// @ts-check
+// npm run soak [-- --duration 120 --connections 16]
+// Mixed create/read/list/delete load on the built service (loopback, bounded in time), with
+// errors counted (must be zero) and RSS sampled over time (must not keep growing after warm-up).
+'use strict';
+const { spawn, execFileSync } = require('node:child_process');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
+const { createServer } = require('node:net');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const autocannon = require('autocannon');
+
+const ROOT = join(__dirname, '..');
+/** Allowed growth of peak RSS from the middle third of the run to the last third. */
+const MAX_GROWTH = 0.1;
+
+function option(name, fallback) {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? fallback : Number(process.argv[index + 1]);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const rssMb = (pid) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function main() {
+  const duration = option('duration', 60);
+  const connections = option('connections', 16);
+  const folder = mkdtempSync(join(tmpdir(), 'plant-store-soak-'));
+  const env = {
+    PATH: process.env.PATH,
+    NODE_ENV: 'production',
+    DATABASE_URL: `sqlite:${join(folder, 'soak.sqlite')}`,
+    RATE_LIMIT_PER_TOKEN: '1000000000',
+  };
+  const token = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'soak'], {
+    env,
+    encoding: 'utf8',
+  })
+    .trimEnd()
+    .split('\n')
+    .pop();
+  const port = await freePort();
+  const service = spawn(process.execPath, ['--max-old-space-size=192', join(ROOT, 'dist', 'main.js')], {
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    for (let tries = 0; ; tries += 1) {
+      try {
+        if ((await fetch(`${base}/health/live`)).ok) break;
+      } catch {
+        if (tries > 300) throw new Error('the service did not start');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+
+    let nextId = 0;
+    const auth = { authorization: `Bearer ${token}` };
+    const samples = [];
+    const sampler = setInterval(() => samples.push({ at: Date.now(), rssMb: rssMb(service.pid) }), 1000);
+    // each connection creates a plant, reads it, lists a page, deletes it, and starts again
+    const result = await autocannon({
+      url: base,
+      connections,
+      duration,
+      requests: [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: { ...auth, 'content-type': 'application/json' },
+          setupRequest: (request, context) => {
+            context.id = (nextId += 1);
+            return { ...request, body: `{"id":${context.id},"name":"Soaked Sedum","tag":"soak"}` };
+          },
+        },
+        { method: 'GET', headers: auth, setupRequest: (request, context) => ({ ...request, path: `/plants/${context.id}` }) },
+        { method: 'GET', path: '/plants?limit=50&tag=soak', headers: auth },
+        { method: 'DELETE', headers: auth, setupRequest: (request, context) => ({ ...request, path: `/plants/${context.id}` }) },
+      ],
+    });
+    clearInterval(sampler);
+
+    const third = Math.floor(samples.length / 3);
+    const middle = Math.max(...samples.slice(third, 2 * third).map((s) => s.rssMb));
+    const last = Math.max(...samples.slice(2 * third).map((s) => s.rssMb));
+    const growth = (last - middle) / middle;
+    const errors = result.errors + result.timeouts + result.non2xx;
+    console.log(`soak: ${duration} s at ${connections} connections, ${result.requests.total} requests, ${result.requests.average.toFixed(0)} req/s`);
+    console.log(`errors: ${errors} (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`);
+    console.log('RSS MB over time: ' + samples.filter((_, i) => i % 5 === 0).map((s) => s.rssMb.toFixed(0)).join(' '));
+    console.log(`peak RSS, middle third ${middle.toFixed(0)} MB, last third ${last.toFixed(0)} MB: growth ${(growth * 100).toFixed(1)} %`);
+    const ok = errors === 0 && growth <= MAX_GROWTH;
+    console.log(ok ? 'PASS' : `FAIL: errors must be 0 and growth at most ${MAX_GROWTH * 100} %`);
+    process.exitCode = ok ? 0 : 1;
+  } finally {
+    service.kill('SIGTERM');
+    await new Promise((resolve) => service.once('exit', resolve));
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
