@@ -124,6 +124,25 @@ const contentType = fc.oneof(
   ),
 );
 
+/** Extra request headers of any name and printable value, but none that frames or routes it. */
+const RESERVED_HEADERS = new Set([
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'connection',
+  'authorization',
+  'content-type',
+  'expect',
+  'upgrade',
+]);
+const randomHeaders = fc.dictionary(
+  fc
+    .stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,15}$/)
+    .filter((name) => !RESERVED_HEADERS.has(name.toLowerCase())),
+  fc.stringMatching(/^[\x20-\x7e]{0,40}$/).map((value) => value.trim()),
+  { maxKeys: 4 },
+);
+
 const pathId = fc.oneof(
   fc.bigInt({ min: INT64_MIN - 10n, max: INT64_MAX + 10n }).map(String),
   fc.string({ unit: 'binary', maxLength: 30 }).map(encodeURIComponent),
@@ -202,19 +221,16 @@ describe('fuzzed requests against the real app (fast-check)', () => {
         postBody,
         contentType,
         fc.boolean(),
-        async (body, type, authorized) => {
+        randomHeaders,
+        async (body, type, authorized, extra) => {
           const before = plantCount();
-          const headers: Record<string, string> = authorized
-            ? { Authorization: `Bearer ${token}` }
-            : {};
+          const headers: Record<string, string> = { ...extra };
+          if (authorized) headers.Authorization = `Bearer ${token}`;
           if (type) headers['Content-Type'] = type;
           const response = await sendRaw(port, {
             path: '/plants',
             headers,
-            body:
-              Buffer.from(body, 'latin1').length === body.length
-                ? Buffer.from(body, 'utf8')
-                : body,
+            body,
             agent,
           });
           expectHonest('POST', '/plants', response);
