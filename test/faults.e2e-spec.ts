@@ -176,3 +176,54 @@ describe('a full database', () => {
     }
   });
 });
+
+describe('a read-only database', () => {
+  it('answers creates and deletes with 503, keeps serving reads, and recovers when it is writable again', async () => {
+    const testApp = await startTestApp();
+    try {
+      const token = await testApp.issueToken();
+      const auth = { Authorization: `Bearer ${token}` };
+      await testApp
+        .http()
+        .post('/plants')
+        .set(auth)
+        .send({ id: 1, name: 'Before' })
+        .expect(200);
+      const dataSource = testApp.app.get(DataSource);
+      // the same SQLITE_READONLY a file mounted or made read-only gives (root, as CI runs, ignores file modes)
+      await dataSource.query('PRAGMA query_only = ON');
+
+      const create = await testApp
+        .http()
+        .post('/plants')
+        .set(auth)
+        .send({ id: 2, name: 'During' });
+      expect(create.status).toBe(503);
+      expect(create.body).toEqual({
+        error: 503,
+        message: 'the database is unavailable; try again later',
+      });
+      await testApp.http().delete('/plants/1').set(auth).expect(503);
+      await testApp.http().get('/plants/1').set(auth).expect(200);
+      await testApp.http().get('/plants').set(auth).expect(200);
+
+      await dataSource.query('PRAGMA query_only = OFF');
+      await testApp
+        .http()
+        .post('/plants')
+        .set(auth)
+        .send({ id: 2, name: 'After' })
+        .expect(200);
+      const db = testApp.openDatabase();
+      expect(
+        db.prepare('SELECT id, name FROM plants ORDER BY id').all(),
+      ).toEqual([
+        { id: 1n, name: 'Before' },
+        { id: 2n, name: 'After' },
+      ]);
+      db.close();
+    } finally {
+      await testApp.close();
+    }
+  });
+});

@@ -242,6 +242,33 @@ describe('plant-added webhooks', () => {
   });
 });
 
+/** Adds a plant with a fresh token, as a client would. */
+async function addPlant(testApp: TestApp, plant: { id: number; name: string }) {
+  const token = await testApp.issueToken();
+  await testApp
+    .http()
+    .post('/plants')
+    .set('Authorization', `Bearer ${token}`)
+    .send(plant)
+    .expect(200);
+}
+
+/** The outbox row of the only delivery for a plant, once `accept` holds for it. */
+function deliveryOfPlant(
+  testApp: TestApp,
+  plantId: bigint,
+  accept: (delivery: WebhookDelivery | null) => boolean,
+) {
+  return eventually(
+    () =>
+      testApp.app
+        .get(DataSource)
+        .getRepository(WebhookDelivery)
+        .findOneBy({ plantId }),
+    accept,
+  );
+}
+
 describe('plant-added webhooks past the retry window', () => {
   it('marks a delivery failed once retries would pass WEBHOOKS_RETRY_WINDOW', async () => {
     const testApp = await startTestApp({
@@ -253,19 +280,10 @@ describe('plant-added webhooks past the retry window', () => {
     });
     try {
       await testApp.app.get(WebhookSubscriptionsService).add(broken.url);
-      const token = await testApp.issueToken();
-      await testApp
-        .http()
-        .post('/plants')
-        .set('Authorization', `Bearer ${token}`)
-        .send({ id: 1, name: 'Doomed Dill' })
-        .expect(200);
-      const row = await eventually(
-        () =>
-          testApp.app
-            .get(DataSource)
-            .getRepository(WebhookDelivery)
-            .findOneBy({ plantId: 1n }),
+      await addPlant(testApp, { id: 1, name: 'Doomed Dill' });
+      const row = await deliveryOfPlant(
+        testApp,
+        1n,
         (delivery) => delivery?.status === 'failed',
       );
       expect(row?.attempts).toBeGreaterThanOrEqual(2);
@@ -323,19 +341,10 @@ describe('plant-added webhooks to private networks', () => {
         removedAt: null,
       }),
     );
-    const token = await testApp.issueToken();
-    await testApp
-      .http()
-      .post('/plants')
-      .set('Authorization', `Bearer ${token}`)
-      .send({ id: 1, name: 'Sneaky' })
-      .expect(200);
-    const row = await eventually(
-      () =>
-        testApp.app
-          .get(DataSource)
-          .getRepository(WebhookDelivery)
-          .findOneBy({ plantId: 1n }),
+    await addPlant(testApp, { id: 1, name: 'Sneaky' });
+    const row = await deliveryOfPlant(
+      testApp,
+      1n,
       (delivery) => (delivery?.attempts ?? 0) >= 1,
     );
     expect(row?.lastError).toMatch(/127\.0\.0\.1 is not a public address/);
