@@ -44,7 +44,7 @@ describe('the service process (node dist/main.js)', () => {
     [
       'DATABASE_URL',
       'mysql://localhost/plants',
-      /^DATABASE_URL must be sqlite:<path> or sqlite::memory:/,
+      /^DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres:/,
     ],
     [
       'LOG_LEVEL',

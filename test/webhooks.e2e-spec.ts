@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DataSource } from 'typeorm';
 import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
@@ -336,6 +337,7 @@ describe('plant-added webhooks to private networks', () => {
       .getRepository(WebhookSubscription);
     await repository.insert(
       repository.create({
+        id: randomUUID(),
         url: inside.url,
         secret: 'whsec_c2VjcmV0',
         removedAt: null,

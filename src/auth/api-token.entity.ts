@@ -3,15 +3,15 @@ import {
   CreateDateColumn,
   Entity,
   Index,
-  PrimaryGeneratedColumn,
+  PrimaryColumn,
 } from 'typeorm';
 import type { Scope } from './scopes';
 
 @Entity('api_tokens')
 export class ApiToken {
-  // a UUID, not an autoincrement: TypeORM reads SQLite's last rowid as a number, and safe
-  // integers make it a bigint
-  @PrimaryGeneratedColumn('uuid')
+  // a UUID made by the service, not an autoincrement: TypeORM reads SQLite's last rowid as a
+  // number, and safe integers make it a bigint
+  @PrimaryColumn({ type: 'varchar', length: 36 })
   id!: string;
 
   @Column({ type: 'text' })
@@ -28,12 +28,12 @@ export class ApiToken {
   @CreateDateColumn({ name: 'created_at' })
   createdAt!: Date;
 
-  @Column({ name: 'expires_at', type: 'datetime', nullable: true })
+  @Column({ name: 'expires_at', type: Date, nullable: true })
   expiresAt!: Date | null;
 
-  @Column({ name: 'revoked_at', type: 'datetime', nullable: true })
+  @Column({ name: 'revoked_at', type: Date, nullable: true })
   revokedAt!: Date | null;
 
-  @Column({ name: 'last_used_at', type: 'datetime', nullable: true })
+  @Column({ name: 'last_used_at', type: Date, nullable: true })
   lastUsedAt!: Date | null;
 }

@@ -1,6 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createHash,
+  randomBytes,
+  randomUUID,
+  timingSafeEqual,
+} from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { IsNull, Repository } from 'typeorm';
 import { ApiToken } from './api-token.entity';
@@ -60,6 +65,7 @@ export class TokensService {
   async issue({ name, scopes, expiresAt }: NewToken): Promise<IssuedToken> {
     const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const record = this.tokens.create({
+      id: randomUUID(),
       name,
       scopes,
       tokenHash: hashToken(token).toString('hex'),

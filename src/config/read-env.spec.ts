@@ -65,6 +65,7 @@ describe('readAppConfig', () => {
 describe('readDatabaseConfig', () => {
   it('defaults to data/plant-store.sqlite', () => {
     expect(readDatabaseConfig({})).toEqual({
+      engine: 'sqlite',
       sqlitePath: 'data/plant-store.sqlite',
       synchronous: 'normal',
     });
@@ -76,12 +77,42 @@ describe('readDatabaseConfig', () => {
         DATABASE_URL: 'sqlite::memory:',
         DB_SYNCHRONOUS: 'full',
       }),
-    ).toEqual({ sqlitePath: ':memory:', synchronous: 'full' });
+    ).toEqual({
+      engine: 'sqlite',
+      sqlitePath: ':memory:',
+      synchronous: 'full',
+    });
   });
 
-  it('rejects other engines for now, naming the variable', () => {
-    expect(() =>
-      readDatabaseConfig({ DATABASE_URL: 'postgres://x/y' }),
-    ).toThrow(/^DATABASE_URL must be/);
+  it.each([
+    'postgres://plants:secret@db.internal:5432/plants',
+    'postgresql://plants@127.0.0.1/plants?sslmode=require',
+  ])('reads the PostgreSQL URL %s with its pool settings', (url) => {
+    expect(
+      readDatabaseConfig({
+        DATABASE_URL: url,
+        DB_POOL_SIZE: '20',
+        DB_STATEMENT_TIMEOUT: '2s',
+      }),
+    ).toEqual({
+      engine: 'postgres',
+      url,
+      poolSize: 20,
+      statementTimeoutMs: 2000,
+    });
+  });
+
+  it.each([
+    [
+      'mysql://x/y',
+      /^DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres:/,
+    ],
+    ['postgres://host-only', /^DATABASE_URL must name a host and a database/],
+    [
+      'postgres://h/db?sslmode=sometimes',
+      /^DATABASE_URL's sslmode must be one of/,
+    ],
+  ])('rejects %s, naming the variable', (url, message) => {
+    expect(() => readDatabaseConfig({ DATABASE_URL: url })).toThrow(message);
   });
 });

@@ -18,6 +18,11 @@ function driverCodeOf(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/** PostgreSQL text cannot hold U+0000 (SQLSTATE 22021); SQLite can. */
+export function isUnstorableText(error: unknown): boolean {
+  return driverCodeOf(error) === '22021';
+}
+
 export function isUniqueViolation(error: unknown): boolean {
   const code = driverCodeOf(error);
   return (
@@ -30,6 +35,18 @@ export function isUniqueViolation(error: unknown): boolean {
 const UNAVAILABLE_SQLITE_CODES =
   /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL)(_|$)/;
 
+/**
+ * PostgreSQL SQLSTATEs and socket errors that mean the server is away, overloaded or shutting
+ * down: connection exceptions (08), insufficient resources (53), operator intervention (57,
+ * which includes statement_timeout's 57014), read-only transactions (25006).
+ */
+const UNAVAILABLE_POSTGRES_CODES =
+  /^(08...|53...|57...|25006|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
+
+/** pg's own words when a pooled connection dies or none can be had in time. */
+const UNAVAILABLE_POSTGRES_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/;
+
 /** Errors that say the database cannot serve right now, not that the request or the code is wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (
@@ -39,8 +56,20 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     return true;
   }
   const code = driverCodeOf(error);
-  if (code !== undefined) return UNAVAILABLE_SQLITE_CODES.test(code);
+  if (code !== undefined) {
+    return (
+      UNAVAILABLE_SQLITE_CODES.test(code) ||
+      UNAVAILABLE_POSTGRES_CODES.test(code)
+    );
+  }
   const cause = driverErrorOf(error);
+  if (
+    UNAVAILABLE_POSTGRES_MESSAGES.test(
+      (cause as Error | undefined)?.message ?? '',
+    )
+  ) {
+    return true;
+  }
   // better-sqlite3 after the connection was closed; its native TypeError may come from another
   // realm than ours (jest), so the message is compared, not the class
   return (

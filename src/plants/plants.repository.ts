@@ -73,10 +73,14 @@ export class PlantsRepository {
 
   /** @returns whether a plant was deleted */
   async deleteById(id: bigint): Promise<boolean> {
-    const [row] = await this.run<{ id: unknown }[]>(
-      'DELETE FROM plants WHERE id = :id RETURNING id',
-      { id },
-    );
-    return row !== undefined;
+    // the query builder, not raw SQL: drivers report affected rows differently (pg returns
+    // [rows, count] for a DELETE), and TypeORM reads each its own way
+    const { affected } = await this.dataSource
+      .createQueryBuilder()
+      .delete()
+      .from(Plant)
+      .where('id = :id', { id })
+      .execute();
+    return (affected ?? 0) > 0;
   }
 }

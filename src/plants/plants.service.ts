@@ -3,7 +3,10 @@ import {
   Injectable,
   NotFoundException,
 } from '@nestjs/common';
-import { isUniqueViolation } from '../database/database-errors';
+import {
+  isUniqueViolation,
+  isUnstorableText,
+} from '../database/database-errors';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
 import { PlantsRepository } from './plants.repository';
@@ -29,6 +32,11 @@ export class PlantsService {
     } catch (error) {
       if (isUniqueViolation(error)) {
         throw new BadRequestException(`a plant with id ${id} already exists`);
+      }
+      if (isUnstorableText(error)) {
+        throw new BadRequestException(
+          'name and tag must not contain the character U+0000, which this PostgreSQL-backed store cannot keep',
+        );
       }
       throw error;
     }

@@ -37,10 +37,10 @@ export class WebhookDelivery {
   @Column({ type: 'integer', transformer: smallIntegerTransformer })
   attempts!: number;
 
-  @Column({ name: 'next_attempt_at', type: 'datetime' })
+  @Column({ name: 'next_attempt_at' })
   nextAttemptAt!: Date;
 
-  @Column({ name: 'last_attempt_at', type: 'datetime', nullable: true })
+  @Column({ name: 'last_attempt_at', type: Date, nullable: true })
   lastAttemptAt!: Date | null;
 
   @Column({
@@ -54,6 +54,6 @@ export class WebhookDelivery {
   @Column({ name: 'last_error', type: 'text', nullable: true })
   lastError!: string | null;
 
-  @Column({ name: 'created_at', type: 'datetime' })
+  @Column({ name: 'created_at' })
   createdAt!: Date;
 }

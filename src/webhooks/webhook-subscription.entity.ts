@@ -1,14 +1,10 @@
-import {
-  Column,
-  CreateDateColumn,
-  Entity,
-  PrimaryGeneratedColumn,
-} from 'typeorm';
+import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 
 /** A receiver of plant-added webhooks, managed with `node dist/cli.js webhooks`. */
 @Entity('webhook_subscriptions')
 export class WebhookSubscription {
-  @PrimaryGeneratedColumn('uuid')
+  /** A UUID made by the service. */
+  @PrimaryColumn({ type: 'varchar', length: 36 })
   id!: string;
 
   @Column({ type: 'text' })
@@ -24,6 +20,6 @@ export class WebhookSubscription {
   @CreateDateColumn({ name: 'created_at' })
   createdAt!: Date;
 
-  @Column({ name: 'removed_at', type: 'datetime', nullable: true })
+  @Column({ name: 'removed_at', type: Date, nullable: true })
   removedAt!: Date | null;
 }

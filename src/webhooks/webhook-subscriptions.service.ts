@@ -1,4 +1,5 @@
 import { BadRequestException, Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
@@ -23,6 +24,7 @@ export class WebhookSubscriptionsService {
     const problem = describeUrlProblem(url, this.config.allowPrivateNetworks);
     if (problem) throw new BadRequestException(problem);
     const subscription = this.subscriptions.create({
+      id: randomUUID(),
       url,
       secret: createSigningSecret(),
       removedAt: null,

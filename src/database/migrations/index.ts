@@ -1,10 +1,15 @@
-import { Initial1795654899005 } from './1795654899005-Initial';
-import { PlantsTagIndex1795655738339 } from './1795655738339-PlantsTagIndex';
-import { Webhooks1795656000000 } from './1795656000000-Webhooks';
+import { PostgresInitial1795660000000 } from './postgres/1795660000000-Initial';
+import { Initial1795654899005 } from './sqlite/1795654899005-Initial';
+import { PlantsTagIndex1795655738339 } from './sqlite/1795655738339-PlantsTagIndex';
+import { Webhooks1795656000000 } from './sqlite/1795656000000-Webhooks';
 
-/** Listed by class, not by glob, so ts-jest, the built service and the TypeORM CLI load the same. */
-export const migrations = [
+// Listed by class, not by glob, so ts-jest, the built service and the TypeORM CLI load the same.
+// One set per engine, written from the same entities; a schema change adds a migration to each.
+
+export const sqliteMigrations = [
   Initial1795654899005,
   PlantsTagIndex1795655738339,
   Webhooks1795656000000,
 ];
+
+export const postgresMigrations = [PostgresInitial1795660000000];

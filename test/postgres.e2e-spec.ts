@@ -1,0 +1,248 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
+import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
+import { freePort, runCliProcess } from './helpers/service-process';
+import { startTestApp, type TestApp } from './helpers/test-app';
+import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
+
+const INT64_MIN = '-9223372036854775808';
+const INT64_MAX = '9223372036854775807';
+
+/** A TCP relay to PostgreSQL that a test can take away and bring back, like a failing network. */
+class DatabaseRelay {
+  private server?: Server;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    readonly port: number,
+    private readonly target: { host: string; port: number },
+  ) {}
+
+  start(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => socket.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    return new Promise((resolve) =>
+      this.server!.listen(this.port, '127.0.0.1', resolve),
+    );
+  }
+
+  stop(): Promise<void> {
+    this.sockets.forEach((socket) => socket.destroy());
+    return new Promise((resolve) =>
+      this.server ? this.server.close(() => resolve()) : resolve(),
+    );
+  }
+}
+
+describeWithPostgres('the service on PostgreSQL', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let testApp: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    testApp = await startTestApp({
+      env: {
+        DATABASE_URL: database.url,
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOKS_POLL_INTERVAL: '50ms',
+      },
+    });
+    token = await testApp.issueToken();
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    await database.drop();
+  });
+
+  const post = (body: string) =>
+    testApp
+      .http()
+      .post('/plants')
+      .set('Authorization', `Bearer ${token}`)
+      .set('Content-Type', 'application/json')
+      .send(body);
+  const get = (path: string) =>
+    testApp.http().get(path).set('Authorization', `Bearer ${token}`);
+  const query = <T>(sql: string, parameters: unknown[] = []) =>
+    testApp.app.get(DataSource).query<T>(sql, parameters);
+
+  it.each([INT64_MIN, INT64_MAX, '9007199254740993'])(
+    'stores, reads and returns the id %s exactly',
+    async (id) => {
+      await post(`{"id":${id},"name":"Exact","tag":"pg"}`).expect(
+        200,
+        `{"id":${id},"name":"Exact","tag":"pg"}`,
+      );
+      await get(`/plants/${id}`).expect(
+        200,
+        `{"id":${id},"name":"Exact","tag":"pg"}`,
+      );
+      expect(
+        await query('SELECT id::text AS id FROM plants WHERE id = $1', [id]),
+      ).toEqual([{ id }]);
+    },
+  );
+
+  it('rejects a duplicate id with 400, leaving the stored plant untouched', async () => {
+    const again = await post(`{"id":${INT64_MAX},"name":"Impostor"}`);
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual({
+      error: 400,
+      message: `a plant with id ${INT64_MAX} already exists`,
+    });
+    await get(`/plants/${INT64_MAX}`).expect(
+      200,
+      `{"id":${INT64_MAX},"name":"Exact","tag":"pg"}`,
+    );
+  });
+
+  it('gives exactly one 200 among concurrent creates of one id: the unique key decides', async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        post(`{"id":777,"name":"racer ${i}"}`).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((status) => status === 200)).toHaveLength(1);
+    expect(statuses.filter((status) => status === 400)).toHaveLength(24);
+  });
+
+  it('pages, filters and deletes as on SQLite', async () => {
+    for (let id = 1000; id < 1010; id += 1)
+      await post(`{"id":${id},"name":"p${id}","tag":"page"}`).expect(200);
+    const first = await get('/plants?tag=page&limit=4').expect(200);
+    expect((first.body as { id: number }[]).map((plant) => plant.id)).toEqual([
+      1000, 1001, 1002, 1003,
+    ]);
+    expect(first.headers.link).toMatch(/[?&]after=1003(&|>)/);
+    await testApp
+      .http()
+      .delete('/plants/1000')
+      .set('Authorization', `Bearer ${token}`)
+      .expect(204);
+    await testApp
+      .http()
+      .delete('/plants/1000')
+      .set('Authorization', `Bearer ${token}`)
+      .expect(404);
+    await get('/plants/1000').expect(404);
+  });
+
+  it('answers 400, not 500, for U+0000, which PostgreSQL text cannot hold', async () => {
+    const response = await post('{"id":2000,"name":"a\\u0000b"}');
+    expect(response.status).toBe(400);
+    expect(response.body.message).toMatch(/U\+0000/);
+    expect(await query('SELECT id FROM plants WHERE id = 2000')).toEqual([]);
+  });
+
+  it('writes the webhook outbox in the statement that inserts the plant, and delivers it', async () => {
+    const receiver = await WebhookReceiver.start();
+    const subscriptions = testApp.app.get(WebhookSubscriptionsService);
+    const subscription = await subscriptions.add(receiver.url);
+    try {
+      await post(`{"id":${INT64_MIN.slice(0, -1)}7,"name":"Hooked"}`).expect(
+        200,
+      );
+      const [webhook] = await receiver.waitFor(1);
+      expect(webhook.body).toBe(
+        `{"id":${INT64_MIN.slice(0, -1)}7,"name":"Hooked"}`,
+      );
+      await post(`{"id":${INT64_MIN.slice(0, -1)}7,"name":"Duplicate"}`).expect(
+        400,
+      );
+      const rows = await query<{ n: string }[]>(
+        'SELECT count(*) AS n FROM webhook_deliveries',
+      );
+      expect(rows).toEqual([{ n: '1' }]);
+    } finally {
+      await subscriptions.remove(subscription.id);
+      await receiver.close();
+    }
+  });
+
+  it('works with the command-line tool on the same DATABASE_URL', async () => {
+    const created = runCliProcess(
+      ['tokens', 'create', '--name', 'pg cli', '--scopes', 'plants:read'],
+      {
+        DATABASE_URL: database.url,
+      },
+    );
+    expect(created.status).toBe(0);
+    await testApp
+      .http()
+      .get('/plants?limit=1')
+      .set('Authorization', `Bearer ${created.lastLine}`)
+      .expect(200);
+  });
+});
+
+describeWithPostgres('the service when PostgreSQL goes away', () => {
+  it('answers 503 Errors and readiness 503 while it is away, and recovers by itself', async () => {
+    const database = await createTestDatabase();
+    const target = new URL(database.url);
+    const relay = new DatabaseRelay(await freePort(), {
+      host: target.hostname,
+      port: Number(target.port || 5432),
+    });
+    await relay.start();
+    const viaRelay = new URL(database.url);
+    viaRelay.hostname = '127.0.0.1';
+    viaRelay.port = String(relay.port);
+    const testApp = await startTestApp({
+      env: {
+        DATABASE_URL: viaRelay.toString(),
+        DB_POOL_SIZE: '2',
+        DB_STATEMENT_TIMEOUT: '2s',
+      },
+    });
+    try {
+      const token = await testApp.issueToken();
+      const get = () =>
+        testApp
+          .http()
+          .get('/plants?limit=1')
+          .set('Authorization', `Bearer ${token}`);
+      await get().expect(200);
+
+      await relay.stop();
+      const away = await get();
+      expect(away.status).toBe(503);
+      expect(away.body).toEqual({
+        error: 503,
+        message: 'the database is unavailable; try again later',
+      });
+      const ready = await testApp.http().get('/health/ready');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toEqual({
+        error: 503,
+        message: 'the database is unreachable',
+      });
+
+      await relay.start();
+      await eventually(
+        async () => (await get()).status,
+        (status) => status === 200,
+      );
+      await testApp.http().get('/health/ready').expect(200);
+    } finally {
+      await testApp.close().catch(() => undefined);
+      await relay.stop();
+      const admin = new Client({ connectionString: database.url });
+      await admin
+        .connect()
+        .then(() => admin.end())
+        .catch(() => undefined);
+      await database.drop();
+    }
+  });
+});
