@@ -19,6 +19,8 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
       WEBHOOKS_RETRY_BASE: '50ms',
       WEBHOOKS_RETRY_MAX_DELAY: '100ms',
       WEBHOOKS_POLL_INTERVAL: '50ms',
+      // an attempt cut by SIGKILL holds its claim for the timeout plus 2 s
+      WEBHOOKS_TIMEOUT: '1s',
     };
   });
 

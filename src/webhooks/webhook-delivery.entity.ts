@@ -56,4 +56,11 @@ export class WebhookDelivery {
 
   @Column({ name: 'created_at' })
   createdAt!: Date;
+
+  /**
+   * Set by the instance sending it, so that several instances on one database send each
+   * attempt once; a claim left by a crashed instance expires.
+   */
+  @Column({ name: 'claimed_until', type: Date, nullable: true })
+  claimedUntil!: Date | null;
 }

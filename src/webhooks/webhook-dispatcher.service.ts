@@ -6,7 +6,7 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { LessThanOrEqual, Repository } from 'typeorm';
+import { IsNull, LessThan, LessThanOrEqual, Repository } from 'typeorm';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { nextAttemptAt } from './retry-schedule';
@@ -16,6 +16,12 @@ import { WebhookSubscription } from './webhook-subscription.entity';
 
 /** How many deliveries one instance sends at once. */
 const CONCURRENT_DELIVERIES = 8;
+
+/**
+ * How long past its timeout a claimed attempt may still be recording its outcome. A claim left
+ * by an instance that died is free again after timeout + margin.
+ */
+const CLAIM_MARGIN_MS = 2_000;
 
 /** The body of a delivery: the NewPlant that was added, with its exact int64 id. */
 export function deliveryBody({
@@ -72,17 +78,27 @@ export class WebhookDispatcher
     try {
       const capacity = CONCURRENT_DELIVERIES - this.inFlight.size;
       if (capacity > 0) {
+        const now = new Date();
         const due = await this.deliveries.find({
-          where: {
-            status: 'pending',
-            nextAttemptAt: LessThanOrEqual(new Date()),
-          },
+          where: [
+            {
+              status: 'pending',
+              nextAttemptAt: LessThanOrEqual(now),
+              claimedUntil: IsNull(),
+            },
+            {
+              status: 'pending',
+              nextAttemptAt: LessThanOrEqual(now),
+              claimedUntil: LessThan(now),
+            },
+          ],
           order: { nextAttemptAt: 'ASC' },
           take: capacity + this.inFlight.size,
         });
         for (const delivery of due) {
           if (this.inFlight.size >= CONCURRENT_DELIVERIES) break;
           if (this.inFlight.has(delivery.id)) continue;
+          if (!(await this.claim(delivery, now))) continue;
           const attempt = this.attempt(delivery).finally(() =>
             this.inFlight.delete(delivery.id),
           );
@@ -96,6 +112,26 @@ export class WebhookDispatcher
     } finally {
       this.scheduleTick(this.config.pollIntervalMs);
     }
+  }
+
+  /**
+   * Takes a delivery for this instance until the attempt can no longer be running. Of several
+   * instances that saw it due, the database lets one update win; the others skip it.
+   */
+  private async claim(delivery: WebhookDelivery, now: Date): Promise<boolean> {
+    const { affected } = await this.deliveries
+      .createQueryBuilder()
+      .update()
+      .set({
+        claimedUntil: new Date(
+          now.getTime() + this.config.timeoutMs + CLAIM_MARGIN_MS,
+        ),
+      })
+      .where('id = :id', { id: delivery.id })
+      .andWhere("status = 'pending'")
+      .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
+      .execute();
+    return affected === 1;
   }
 
   private async attempt(delivery: WebhookDelivery): Promise<void> {
@@ -119,8 +155,15 @@ export class WebhookDispatcher
         },
         this.shutdown.signal,
       );
-      // cut short by shutdown: not the receiver's fault; the row stays pending for next time
-      if (this.shutdown.signal.aborted) return;
+      // cut short by shutdown: not the receiver's fault; the row stays pending, released for
+      // whichever instance comes next
+      if (this.shutdown.signal.aborted) {
+        await this.deliveries.update(
+          { id: delivery.id, status: 'pending' },
+          { claimedUntil: null },
+        );
+        return;
+      }
       await this.record(delivery, outcome);
     } catch (error) {
       if (!this.shutdown.signal.aborted) {
@@ -151,6 +194,7 @@ export class WebhookDispatcher
             ? 'pending'
             : 'failed',
         nextAttemptAt: retryAt ?? now,
+        claimedUntil: null,
       },
     );
     if (!outcome.delivered) {
