@@ -1,4 +1,5 @@
 # syntax=docker/dockerfile:1
+# Build stage: compiles TypeScript and better-sqlite3, then drops the dev dependencies.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
@@ -9,6 +10,7 @@ COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
+# Runtime stage: production dependencies and the build only, as the unprivileged node user.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production DATABASE_URL=sqlite:/data/plant-store.sqlite
 WORKDIR /app
@@ -19,6 +21,6 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 3000
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 CMD ["node", "--max-old-space-size=192", "dist/main.js"]
