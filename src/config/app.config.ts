@@ -41,6 +41,8 @@ export interface AppConfig {
 }
 
 export interface RateLimitConfig {
+  /** Where instances share their counters; in memory, per instance, when unset. */
+  redisUrl?: string;
   windowMs: number;
   /** Requests per window for each bearer token. */
   perToken: number;
@@ -50,6 +52,17 @@ export interface RateLimitConfig {
   badTokens: number;
   /** How long an address that tried too many bad tokens is blocked. */
   badTokenBlockMs: number;
+}
+
+function readRedisUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = readString(env, 'REDIS_URL', '');
+  if (raw === '') return undefined;
+  if (!/^rediss?:\/\/[^/]+/.test(raw)) {
+    throw new ConfigError(
+      `REDIS_URL must be redis://host:port[/db] or rediss://..., got ${JSON.stringify(raw.replace(/\/\/[^@]*@/, '//***@'))}`,
+    );
+  }
+  return raw;
 }
 
 function readOrigins(env: NodeJS.ProcessEnv): string[] {
@@ -85,6 +98,7 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     keepAliveTimeoutMs: readDuration(env, 'KEEP_ALIVE_TIMEOUT', 5_000),
     shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
     rateLimit: {
+      redisUrl: readRedisUrl(env),
       windowMs: readDuration(env, 'RATE_LIMIT_WINDOW', 60_000),
       perToken: readInteger(env, 'RATE_LIMIT_PER_TOKEN', 6000, 1, 1e9),
       perAddress: readInteger(env, 'RATE_LIMIT_PER_ADDRESS', 600, 1, 1e9),

@@ -16,6 +16,7 @@ describe('readAppConfig', () => {
       keepAliveTimeoutMs: 5_000,
       shutdownGracePeriodMs: 10_000,
       rateLimit: {
+        redisUrl: undefined,
         windowMs: 60_000,
         perToken: 6000,
         perAddress: 600,

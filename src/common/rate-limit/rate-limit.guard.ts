@@ -60,14 +60,24 @@ export class RateLimitGuard extends ThrottlerGuard {
     const limit = token
       ? this.config.rateLimit.perToken
       : this.config.rateLimit.perAddress;
-    const { totalHits, timeToExpire, isBlocked, timeToBlockExpire } =
-      await this.storageService.increment(
+    let counted: Awaited<ReturnType<ThrottlerStorage['increment']>>;
+    try {
+      counted = await this.storageService.increment(
         `${throttler.name}:${tracker}`,
         ttl,
         limit,
         blockDuration,
         throttler.name ?? 'default',
       );
+    } catch (error) {
+      // the counters' store (Redis) is away: serving unlimited beats refusing everyone
+      this.logger.warn(
+        error,
+        'rate limit not applied: its counters are unavailable',
+      );
+      return true;
+    }
+    const { totalHits, timeToExpire, isBlocked, timeToBlockExpire } = counted;
     response.setHeader('RateLimit-Limit', limit);
     response.setHeader('RateLimit-Remaining', Math.max(0, limit - totalHits));
     response.setHeader('RateLimit-Reset', timeToExpire);

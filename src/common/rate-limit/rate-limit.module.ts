@@ -1,18 +1,28 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { appConfig, type AppConfig } from '../../config/app.config';
 import { RateLimitGuard } from './rate-limit.guard';
 
 /**
  * Request rate limits, per token and per client address (RateLimitGuard), kept in the
- * throttler's in-memory storage, which BearerGuard also uses to count rejected tokens.
+ * throttler's storage (Redis when REDIS_URL is set, memory otherwise), which BearerGuard also
+ * uses to count rejected tokens.
  */
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({
       inject: [appConfig.KEY],
       useFactory: (config: AppConfig) => ({
+        // shared by every instance when REDIS_URL is set; commands fail fast while Redis is
+        // away, and the guards then let requests through rather than fail them
+        storage: config.rateLimit.redisUrl
+          ? new ThrottlerStorageRedisService(config.rateLimit.redisUrl, {
+              maxRetriesPerRequest: 1,
+              enableOfflineQueue: false,
+            })
+          : undefined,
         throttlers: [
           {
             name: 'requests',
