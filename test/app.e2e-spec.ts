@@ -113,7 +113,11 @@ describe('the SQLite connection', () => {
   ])(
     'runs in WAL mode with the synchronous level DB_SYNCHRONOUS asks (%j)',
     async (env, level) => {
-      const testApp = await startTestApp({ env });
+      const folder = makeTempFolder();
+      const testApp = await startTestApp({
+        env,
+        databaseFile: join(folder.path, 'wal.sqlite'),
+      });
       try {
         const dataSource = testApp.app.get(DataSource);
         expect(await dataSource.query('PRAGMA journal_mode')).toEqual([
@@ -124,6 +128,7 @@ describe('the SQLite connection', () => {
         ]);
       } finally {
         await testApp.close();
+        folder.remove();
       }
     },
   );

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type Database from 'better-sqlite3';
 import { TokensService } from '../src/auth/tokens.service';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -9,21 +8,19 @@ const INVALID_TOKEN_CHALLENGE =
 
 describe('bearer authentication', () => {
   let testApp: TestApp;
-  let db: Database.Database;
   let nextId = 1;
 
   beforeAll(async () => {
     testApp = await startTestApp();
-    db = testApp.openDatabase();
   });
 
   afterAll(async () => {
-    db.close();
     await testApp.close();
   });
 
-  const plantCount = () =>
-    (db.prepare('SELECT count(*) AS n FROM plants').get() as { n: bigint }).n;
+  const plantCount = async () =>
+    (await testApp.query<{ n: bigint }>('SELECT count(*) AS n FROM plants'))[0]
+      .n;
 
   function createPlant(authorization?: string) {
     const call = testApp.http().post('/plants');
@@ -36,13 +33,13 @@ describe('bearer authentication', () => {
     challenge: string,
     message: string,
   ) {
-    const before = plantCount();
+    const before = await plantCount();
     const response = await createPlant(authorization);
     expect(response.status).toBe(401);
     expect(response.headers['www-authenticate']).toBe(challenge);
     expect(response.headers['content-type']).toMatch(/^application\/json/);
     expect(response.body).toEqual({ error: 401, message });
-    expect(plantCount()).toBe(before);
+    expect(await plantCount()).toBe(before);
   }
 
   it('answers 401 with a Bearer challenge when there is no Authorization header', () =>
@@ -126,7 +123,7 @@ describe('bearer authentication', () => {
 
   it('answers 403 insufficient_scope to a token without plants:write', async () => {
     const token = await testApp.issueToken({ scopes: ['plants:read'] });
-    const before = plantCount();
+    const before = await plantCount();
     const response = await createPlant(`Bearer ${token}`);
     expect(response.status).toBe(403);
     expect(response.headers['www-authenticate']).toBe(
@@ -136,16 +133,13 @@ describe('bearer authentication', () => {
       error: 403,
       message: 'the bearer token lacks the scope plants:write',
     });
-    expect(plantCount()).toBe(before);
+    expect(await plantCount()).toBe(before);
   });
 
   it('stores only the SHA-256 hash of a token, never the token', async () => {
     const token = await testApp.issueToken();
     expect(token).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
-    const rows = db.prepare('SELECT * FROM api_tokens').all() as Record<
-      string,
-      unknown
-    >[];
+    const rows = await testApp.query('SELECT * FROM api_tokens');
     expect(
       JSON.stringify(rows, (_k, v: unknown) =>
         typeof v === 'bigint' ? String(v) : v,

@@ -86,13 +86,8 @@ describeWithChromium('Swagger UI at /docs in a real browser', () => {
         .first()
         .innerText(),
     ).toContain('Clicked Calathea');
-    const db = testApp.openDatabase();
-    try {
-      expect(db.prepare('SELECT id, name, tag FROM plants').all()).toEqual([
-        { id: 9007199254740993n, name: 'Clicked Calathea', tag: 'browser' },
-      ]);
-    } finally {
-      db.close();
-    }
+    expect(await testApp.query('SELECT id, name, tag FROM plants')).toEqual([
+      { id: 9007199254740993n, name: 'Clicked Calathea', tag: 'browser' },
+    ]);
   });
 });

@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { Agent } from 'node:http';
 import { portOf, sendRaw, type RawResponse } from './helpers/raw-http';
@@ -172,7 +171,6 @@ const query = fc
 
 describe('fuzzed requests against the real app (fast-check)', () => {
   let testApp: TestApp;
-  let db: Database.Database;
   let contract: ResponseContract;
   let port: number;
   let token: string;
@@ -182,7 +180,6 @@ describe('fuzzed requests against the real app (fast-check)', () => {
     testApp = await startTestApp();
     port = await portOf(testApp.server);
     token = await testApp.issueToken();
-    db = testApp.openDatabase();
     contract = new ResponseContract(
       (await testApp.http().get('/openapi.json')).body as Doc,
     );
@@ -190,16 +187,19 @@ describe('fuzzed requests against the real app (fast-check)', () => {
 
   afterAll(async () => {
     agent.destroy();
-    db.close();
     await testApp.close();
   });
 
-  const plantCount = () =>
-    (db.prepare('SELECT count(*) AS n FROM plants').get() as { n: bigint }).n;
-  const storedPlant = (id: bigint) =>
-    db.prepare('SELECT id, name, tag FROM plants WHERE id = ?').get(id) as
-      | StoredPlant
-      | undefined;
+  const plantCount = async () =>
+    (await testApp.query<{ n: bigint }>('SELECT count(*) AS n FROM plants'))[0]
+      .n;
+  const storedPlant = async (id: bigint) =>
+    (
+      await testApp.query<StoredPlant>(
+        'SELECT id, name, tag FROM plants WHERE id = ?',
+        id,
+      )
+    )[0];
 
   /** Every answer: never 5xx, a status the document lists for the operation, a body its schema accepts. */
   function expectHonest(method: string, path: string, response: RawResponse) {
@@ -223,7 +223,7 @@ describe('fuzzed requests against the real app (fast-check)', () => {
         fc.boolean(),
         randomHeaders,
         async (body, type, authorized, extra) => {
-          const before = plantCount();
+          const before = await plantCount();
           const headers: Record<string, string> = { ...extra };
           if (authorized) headers.Authorization = `Bearer ${token}`;
           if (type) headers['Content-Type'] = type;
@@ -241,14 +241,14 @@ describe('fuzzed requests against the real app (fast-check)', () => {
               tag?: string;
             };
             const id = BigInt(/^\{"id":(-?\d+)/.exec(response.text)![1]);
-            expect(storedPlant(id)).toEqual({
+            expect(await storedPlant(id)).toEqual({
               id,
               name: sent.name,
               tag: sent.tag ?? null,
             });
-            expect(plantCount()).toBe(before + 1n);
+            expect(await plantCount()).toBe(before + 1n);
           } else {
-            expect(plantCount()).toBe(before);
+            expect(await plantCount()).toBe(before);
           }
         },
       ),
@@ -294,7 +294,7 @@ describe('fuzzed requests against the real app (fast-check)', () => {
         pathId,
         fc.option(fc.string({ maxLength: 20 })),
         async (id, junk) => {
-          const before = plantCount();
+          const before = await plantCount();
           const path = `/plants/${id}`;
           const response = await sendRaw(port, {
             method: 'DELETE',
@@ -310,7 +310,7 @@ describe('fuzzed requests against the real app (fast-check)', () => {
             agent,
           });
           expectHonest('DELETE', path, response);
-          expect(plantCount()).toBe(
+          expect(await plantCount()).toBe(
             response.status === 204 ? before - 1n : before,
           );
         },

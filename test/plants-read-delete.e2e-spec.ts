@@ -88,11 +88,9 @@ describe('listing, reading and deleting plants', () => {
       expect(response.status).toBe(204);
       expect(response.text).toBe('');
       await get('/plants/5000').expect(404);
-      const db = testApp.openDatabase();
       expect(
-        db.prepare('SELECT count(*) AS n FROM plants WHERE id = 5000').get(),
-      ).toEqual({ n: 0n });
-      db.close();
+        await testApp.query('SELECT count(*) AS n FROM plants WHERE id = 5000'),
+      ).toEqual([{ n: 0n }]);
     });
 
     it('answers 404 for an id nobody has, and for one deleted already', async () => {

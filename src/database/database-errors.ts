@@ -2,6 +2,7 @@ import {
   CannotExecuteNotConnectedError,
   ConnectionIsNotSetError,
   QueryFailedError,
+  TypeORMError,
 } from 'typeorm';
 
 /** TypeORM wraps the driver's own error; the driver's code and message are what tell. */
@@ -45,13 +46,15 @@ const UNAVAILABLE_POSTGRES_CODES =
 
 /** pg's own words when a pooled connection dies or none can be had in time. */
 const UNAVAILABLE_POSTGRES_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/;
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|Cannot use a pool after calling end/;
 
 /** Errors that say the database cannot serve right now, not that the request or the code is wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (
     error instanceof ConnectionIsNotSetError ||
-    error instanceof CannotExecuteNotConnectedError
+    error instanceof CannotExecuteNotConnectedError ||
+    // TypeORM's postgres driver, once its pool has been closed
+    (error instanceof TypeORMError && error.message === 'Driver not Connected')
   ) {
     return true;
   }

@@ -1,5 +1,7 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import Database from 'better-sqlite3';
+import { Client, types } from 'pg';
+import { createTestDatabase } from './postgres';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -21,9 +23,64 @@ export interface TestApp {
     scopes?: Scope[];
     expiresAt?: Date;
   }) => Promise<string>;
-  /** A second, independent connection to the same SQLite file, reading int64s exactly. */
+  /** Which database this app runs on: TEST_ENGINE, set by the e2e-postgres jest project. */
+  engine: Engine;
+  /**
+   * Reads the app's database over a second, independent connection, whichever the engine:
+   * `?` placeholders, integer columns as exact bigints.
+   */
+  query: <T = Record<string, unknown>>(
+    sql: string,
+    ...parameters: unknown[]
+  ) => Promise<T[]>;
+  /** A second connection to the SQLite file, for tests of SQLite itself. */
   openDatabase: () => Database.Database;
   close: () => Promise<void>;
+}
+
+export type Engine = 'sqlite' | 'postgres';
+
+export const ENGINE: Engine =
+  process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+
+/** A reader of the database: better-sqlite3 with safe integers, or pg with int8 as bigint. */
+function databaseReader(engine: Engine, location: string) {
+  if (engine === 'sqlite') {
+    let db: Database.Database | undefined;
+    return {
+      query: <T>(sql: string, parameters: unknown[]) => {
+        db ??= new Database(location, { readonly: true });
+        db.defaultSafeIntegers(true);
+        return Promise.resolve(db.prepare(sql).all(...parameters) as T[]);
+      },
+      close: () => Promise.resolve(db?.close()),
+    };
+  }
+  let client: Client | undefined;
+  return {
+    query: async <T>(sql: string, parameters: unknown[]) => {
+      if (!client) {
+        client = new Client({
+          connectionString: location,
+          types: {
+            getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+              oid === 20 || oid === 23
+                ? (value: string) => BigInt(value)
+                : (types.getTypeParser(oid, format) as (
+                    value: string,
+                  ) => unknown),
+          },
+        });
+        await client.connect();
+      }
+      let index = 0;
+      const text = sql.replace(/\?/g, () => `$${++index}`);
+      return (await client.query(text, parameters)).rows as T[];
+    },
+    close: async () => {
+      await client?.end();
+    },
+  };
 }
 
 /** A folder that is removed with the returned function. */
@@ -33,8 +90,9 @@ export function makeTempFolder(): { path: string; remove: () => void } {
 }
 
 /**
- * Starts the app users run (createApp from setup-app.ts) on a real SQLite file, listening on
- * an ephemeral loopback port.
+ * Starts the app users run (createApp from setup-app.ts) on a real database, listening on an
+ * ephemeral loopback port: a fresh SQLite file, or under TEST_ENGINE=postgres a fresh
+ * PostgreSQL database (unless the test names its own database).
  */
 export async function startTestApp(
   options: {
@@ -46,9 +104,20 @@ export async function startTestApp(
   const folder = options.databaseFile ? undefined : makeTempFolder();
   const databaseFile =
     options.databaseFile ?? join(folder!.path, 'plant-store.sqlite');
+  const engine: Engine = options.env?.DATABASE_URL?.startsWith('postgres')
+    ? 'postgres'
+    : options.env?.DATABASE_URL || options.databaseFile
+      ? 'sqlite'
+      : ENGINE;
+  const postgres =
+    engine === 'postgres' && !options.env?.DATABASE_URL
+      ? await createTestDatabase()
+      : undefined;
+  const databaseUrl =
+    postgres?.url ?? options.env?.DATABASE_URL ?? `sqlite:${databaseFile}`;
   const savedEnv = { ...process.env };
   Object.assign(process.env, {
-    DATABASE_URL: `sqlite:${databaseFile}`,
+    DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'silent',
     // suites send thousands of requests with one token; rate-limit tests set their own limits
     RATE_LIMIT_PER_TOKEN: '1000000000',
@@ -70,6 +139,10 @@ export async function startTestApp(
     (await request(server).get('/openapi.json')).text,
   ) as Doc;
   useResponseContract(document);
+  const reader = databaseReader(
+    engine,
+    engine === 'sqlite' ? databaseUrl.slice('sqlite:'.length) : databaseUrl,
+  );
   return {
     app,
     server,
@@ -77,13 +150,17 @@ export async function startTestApp(
     http: () => checkedAgainstDocument(request(server)),
     issueToken: async ({ scopes = [...SCOPES], expiresAt } = {}) =>
       (await tokens.issue({ name: 'test', scopes, expiresAt })).token,
+    engine,
+    query: (sql, ...parameters) => reader.query(sql, parameters),
     openDatabase: () => {
       const db = new Database(databaseFile, { readonly: true });
       db.defaultSafeIntegers(true);
       return db;
     },
     close: async () => {
+      await reader.close();
       await app.close();
+      await postgres?.drop();
       folder?.remove();
     },
   };

@@ -1,0 +1,89 @@
+// @ts-check
+// Projects: unit tests beside the code; the e2e suite on SQLite; and the same e2e suite again
+// on PostgreSQL (TEST_ENGINE=postgres), whenever a server answers at TEST_DATABASE_URL (default
+// 127.0.0.1:5432). Without one the PostgreSQL project is left out, saying why; on CI that is
+// an error, so a CI run cannot pass without it.
+const { spawnSync } = require('node:child_process');
+
+const transform = {
+  '^.+\\.ts$': [
+    'ts-jest',
+    { astTransformers: { before: ['<rootDir>/test/swagger-plugin.transformer.js'] } },
+  ],
+};
+
+const e2e = {
+  testEnvironment: 'node',
+  rootDir: __dirname,
+  transform,
+  moduleFileExtensions: ['js', 'json', 'ts'],
+  testRegex: 'test/.*\\.e2e-spec\\.ts$',
+  globalSetup: '<rootDir>/test/helpers/build-dist.ts',
+};
+
+/** Suites about one engine, the built binaries or the machine, which run once, on SQLite. */
+const ENGINE_INDEPENDENT = [
+  'bench-smoke',
+  'cli',
+  'deployment',
+  'docs-browser',
+  'faults',
+  'multi-instance',
+  'openapi',
+  'postgres',
+  'process',
+  'rate-limit-shared',
+  'webhooks-process',
+].map((name) => `<rootDir>/test/${name}\\.e2e-spec\\.ts$`);
+
+function postgresProblem() {
+  const url = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const probe = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const { Client } = require('pg');
+       const client = new Client({ connectionString: process.argv[1], connectionTimeoutMillis: 2000 });
+       client.connect().then(() => client.end()).then(() => process.exit(0),
+         (error) => { console.error(error.message); process.exit(1); });`,
+      url,
+    ],
+    { encoding: 'utf8', timeout: 10_000 },
+  );
+  return probe.status === 0 ? undefined : `${new URL(url).host}: ${probe.stderr.trim() || 'no answer'}`;
+}
+
+const projects = [
+  {
+    displayName: 'unit',
+    testEnvironment: 'node',
+    rootDir: `${__dirname}/src`,
+    transform: {
+      '^.+\\.ts$': [
+        'ts-jest',
+        { astTransformers: { before: ['<rootDir>/../test/swagger-plugin.transformer.js'] } },
+      ],
+    },
+    moduleFileExtensions: ['js', 'json', 'ts'],
+    testRegex: '.*\\.spec\\.ts$',
+  },
+  { displayName: 'e2e', ...e2e },
+];
+
+const problem = postgresProblem();
+if (problem === undefined || process.env.CI) {
+  projects.push({
+    displayName: 'e2e-postgres',
+    ...e2e,
+    testPathIgnorePatterns: ['/node_modules/', ...ENGINE_INDEPENDENT],
+    setupFiles: ['<rootDir>/test/helpers/use-postgres.js'],
+  });
+} else {
+  process.stderr.write(
+    `\nThe e2e suite on PostgreSQL is SKIPPED: PostgreSQL does not answer at ${problem}. ` +
+      'Set TEST_DATABASE_URL to run it.\n\n',
+  );
+}
+
+/** @type {import('jest').Config} */
+module.exports = { testTimeout: 60_000, projects };
