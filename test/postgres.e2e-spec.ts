@@ -143,6 +143,7 @@ describeWithPostgres('the service on PostgreSQL', () => {
     expect(response.status).toBe(400);
     expect(response.body.message).toMatch(/U\+0000/);
     expect(await query('SELECT id FROM plants WHERE id = 2000')).toEqual([]);
+    await get('/plants?tag=%00').expect(200, '[]');
   });
 
   it('writes the webhook outbox in the statement that inserts the plant, and delivers it', async () => {

@@ -49,10 +49,14 @@ export class PlantsService {
     tag?: string;
     after?: bigint;
   }): Promise<PlantPage> {
-    const plants = await this.plants.page({
-      ...options,
-      limit: options.limit + 1,
-    });
+    let plants: Plant[];
+    try {
+      plants = await this.plants.page({ ...options, limit: options.limit + 1 });
+    } catch (error) {
+      // PostgreSQL cannot compare text holding U+0000; no stored tag holds one there
+      if (isUnstorableText(error)) return { plants: [], hasMore: false };
+      throw error;
+    }
     return {
       plants: plants.slice(0, options.limit),
       hasMore: plants.length > options.limit,

@@ -1,13 +1,12 @@
-import { HttpStatus, Inject, Injectable } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import {
-  getOptionsToken,
-  getStorageToken,
-  ThrottlerGuard,
-  type ThrottlerModuleOptions,
-  type ThrottlerRequest,
-  type ThrottlerStorage,
-} from '@nestjs/throttler';
+  CanActivate,
+  ExecutionContext,
+  HttpStatus,
+  Inject,
+  Injectable,
+  Logger,
+} from '@nestjs/common';
+import { getStorageToken, type ThrottlerStorage } from '@nestjs/throttler';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { appConfig, type AppConfig } from '../../config/app.config';
@@ -29,45 +28,39 @@ export function tooManyRequests(retryAfterSeconds: number, what: string) {
 }
 
 /**
- * @nestjs/throttler counting per bearer token, or per client address for requests without one,
- * across all routes, and answering with `RateLimit-Limit`, `RateLimit-Remaining`,
- * `RateLimit-Reset` and, on 429, `Retry-After`. Runs before authentication, so floods are
- * turned away before they reach the token store.
+ * Counts requests in @nestjs/throttler's storage, per bearer token, or per client address for
+ * requests without one, across all routes, and answers with `RateLimit-Limit`,
+ * `RateLimit-Remaining`, `RateLimit-Reset` and, on 429, `Retry-After`. Runs before
+ * authentication, so floods are turned away before they reach the token store. A guard of its
+ * own rather than ThrottlerGuard: that one looks up per-route metadata on every request, for
+ * options this service does not use (bench/README.md).
  */
 @Injectable()
-export class RateLimitGuard extends ThrottlerGuard {
-  constructor(
-    @Inject(getOptionsToken()) options: ThrottlerModuleOptions,
-    @Inject(getStorageToken()) storage: ThrottlerStorage,
-    reflector: Reflector,
-    @Inject(appConfig.KEY) private readonly config: AppConfig,
-  ) {
-    super(options, storage, reflector);
-  }
+export class RateLimitGuard implements CanActivate {
+  private readonly logger = new Logger(RateLimitGuard.name);
 
-  protected override async handleRequest({
-    context,
-    ttl,
-    throttler,
-    blockDuration,
-  }: ThrottlerRequest): Promise<boolean> {
+  constructor(
+    @Inject(getStorageToken()) private readonly storage: ThrottlerStorage,
+    @Inject(appConfig.KEY) private readonly config: AppConfig,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<Request>();
     const response = context.switchToHttp().getResponse<Response>();
     const token = bearerTokenOf(request);
-    const tracker = token
-      ? `token:${createHash('sha256').update(token).digest('hex')}`
-      : `address:${request.ip}`;
-    const limit = token
-      ? this.config.rateLimit.perToken
-      : this.config.rateLimit.perAddress;
+    const { perToken, perAddress, windowMs } = this.config.rateLimit;
+    const key = token
+      ? `requests:token:${createHash('sha256').update(token).digest('hex')}`
+      : `requests:address:${request.ip}`;
+    const limit = token ? perToken : perAddress;
     let counted: Awaited<ReturnType<ThrottlerStorage['increment']>>;
     try {
-      counted = await this.storageService.increment(
-        `${throttler.name}:${tracker}`,
-        ttl,
+      counted = await this.storage.increment(
+        key,
+        windowMs,
         limit,
-        blockDuration,
-        throttler.name ?? 'default',
+        windowMs,
+        'requests',
       );
     } catch (error) {
       // the counters' store (Redis) is away: serving unlimited beats refusing everyone

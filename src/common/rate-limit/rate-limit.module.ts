@@ -3,12 +3,13 @@ import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { appConfig, type AppConfig } from '../../config/app.config';
+import { FixedWindowStorage } from './fixed-window.storage';
 import { RateLimitGuard } from './rate-limit.guard';
 
 /**
  * Request rate limits, per token and per client address (RateLimitGuard), kept in the
- * throttler's storage (Redis when REDIS_URL is set, memory otherwise), which BearerGuard also
- * uses to count rejected tokens.
+ * throttler's storage (Redis when REDIS_URL is set, fixed windows in memory otherwise), which
+ * BearerGuard also uses to count rejected tokens.
  */
 @Module({
   imports: [
@@ -22,7 +23,8 @@ import { RateLimitGuard } from './rate-limit.guard';
               maxRetriesPerRequest: 1,
               enableOfflineQueue: false,
             })
-          : undefined,
+          : new FixedWindowStorage(),
+        // the module insists on a throttler; RateLimitGuard reads its limits from AppConfig
         throttlers: [
           {
             name: 'requests',
