@@ -9,6 +9,7 @@ import { Reflector } from '@nestjs/core';
 import { getStorageToken, type ThrottlerStorage } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
+import { bearerTokenOf } from '../common/http/bearer-token';
 import { tooManyRequests } from '../common/rate-limit/rate-limit.guard';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
@@ -17,7 +18,6 @@ import type { Scope } from './scopes';
 import { TokensService } from './tokens.service';
 
 const REALM = 'realm="plant-store"';
-const BEARER_CREDENTIALS = /^Bearer +([^\s]+) *$/i;
 
 /**
  * Denies by default: every route needs a live bearer token unless marked @Public(), and the
@@ -45,7 +45,7 @@ export class BearerGuard implements CanActivate {
         `Bearer ${REALM}`,
       );
     }
-    const presented = BEARER_CREDENTIALS.exec(header)?.[1];
+    const presented = bearerTokenOf(request);
     if (presented === undefined) {
       throw unauthorized(
         'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',

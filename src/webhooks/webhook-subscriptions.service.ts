@@ -1,7 +1,7 @@
 import { BadRequestException, Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, IsNull, Repository } from 'typeorm';
+import { IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -59,9 +59,5 @@ export class WebhookSubscriptionsService {
       order: { createdAt: 'DESC', id: 'ASC' },
       take: limit,
     });
-  }
-
-  subscriptionsByIds(ids: string[]): Promise<WebhookSubscription[]> {
-    return this.subscriptions.findBy({ id: In(ids) });
   }
 }

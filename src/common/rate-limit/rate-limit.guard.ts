@@ -11,12 +11,7 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { appConfig, type AppConfig } from '../../config/app.config';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
-
-const BEARER = /^Bearer +(\S+) *$/i;
-
-export function bearerTokenOf(request: Request): string | undefined {
-  return BEARER.exec(request.headers.authorization ?? '')?.[1];
-}
+import { bearerTokenOf } from '../http/bearer-token';
 
 /** The 429 of every limiter, with `Retry-After` in seconds. */
 export function tooManyRequests(retryAfterSeconds: number, what: string) {
