@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
 import { PlantsController } from './plants.controller';
-import { PlantsRepository } from './plants.repository';
+import { plantsRepositoryProvider } from './plants-repository.provider';
 import { PlantsService } from './plants.service';
 
 @Module({
   controllers: [PlantsController],
-  providers: [PlantsRepository, PlantsService],
+  providers: [plantsRepositoryProvider, PlantsService],
 })
 export class PlantsModule {}

@@ -1,86 +1,67 @@
-import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, ObjectLiteral } from 'typeorm';
-import { Plant } from './plant.entity';
+import type { Plant } from './plant.entity';
 
-interface PlantRow {
-  id: bigint | string;
-  name: string;
-  tag: string | null;
-}
-
-function toPlant(row: PlantRow): Plant {
-  return Object.assign(new Plant(), {
-    // better-sqlite3 gives bigint (safe integers), pg gives int8 as a string
-    id: BigInt(row.id),
-    name: row.name,
-    tag: row.tag,
-  });
+export interface PlantPageQuery {
+  limit: number;
+  tag?: string;
+  after?: bigint;
 }
 
 /**
- * The SQL of the plant store's hot paths. TypeORM's query builder and entity hydration cost
- * about 200 µs per call, as much as everything else in a request (bench/README.md), so these
- * statements go through the DataSource directly, with named parameters that the driver turns
- * into its own placeholder syntax.
+ * The SQL of the plant store's hot paths, one implementation per database engine
+ * (plants-repository.provider.ts picks one). They run prepared statements on the driver's own
+ * connection or pool: TypeORM's query runner around each statement cost as much as the
+ * statement itself (bench/README.md). TypeORM still owns the schema, the migrations and the
+ * connection.
  */
-@Injectable()
-export class PlantsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
-  private run<T>(sql: string, parameters: ObjectLiteral): Promise<T> {
-    const [query, values] = this.dataSource.driver.escapeQueryWithParameters(
-      sql,
-      parameters,
-    );
-    return this.dataSource.query<T>(query, values);
-  }
-
+export abstract class PlantsRepository {
   /** Throws the driver's unique violation when the id is taken. */
-  async insert(plant: Plant): Promise<void> {
-    await this.run(
-      'INSERT INTO plants (id, name, tag) VALUES (:id, :name, :tag)',
-      plant,
-    );
-  }
+  abstract insert(plant: Plant): Promise<void>;
 
-  async findById(id: bigint): Promise<Plant | undefined> {
-    const rows = await this.run<PlantRow[]>(
-      'SELECT id, name, tag FROM plants WHERE id = :id',
-      { id },
-    );
-    return rows.length > 0 ? toPlant(rows[0]) : undefined;
-  }
+  abstract findById(id: bigint): Promise<Plant | undefined>;
 
   /** Up to `limit` plants after `after` in id order, optionally with exactly `tag`. */
-  async page(options: {
-    limit: number;
-    tag?: string;
-    after?: bigint;
-  }): Promise<Plant[]> {
-    const conditions = [
-      options.after === undefined ? undefined : 'id > :after',
-      options.tag === undefined ? undefined : 'tag = :tag',
-    ].filter((condition) => condition !== undefined);
-    const where =
-      conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
-    const rows = await this.run<PlantRow[]>(
-      `SELECT id, name, tag FROM plants ${where} ORDER BY id LIMIT :limit`,
-      options,
-    );
-    return rows.map(toPlant);
-  }
+  abstract page(query: PlantPageQuery): Promise<Plant[]>;
 
   /** @returns whether a plant was deleted */
-  async deleteById(id: bigint): Promise<boolean> {
-    // the query builder, not raw SQL: drivers report affected rows differently (pg returns
-    // [rows, count] for a DELETE), and TypeORM reads each its own way
-    const { affected } = await this.dataSource
-      .createQueryBuilder()
-      .delete()
-      .from(Plant)
-      .where('id = :id', { id })
-      .execute();
-    return (affected ?? 0) > 0;
+  abstract deleteById(id: bigint): Promise<boolean>;
+}
+
+/**
+ * The page query for each combination of filters, written out rather than built per request so
+ * that each one is prepared once and keeps its index plan (an `? IS NULL OR id > ?` condition
+ * would hide the id range from the planner). `placeholder(n)` spells the driver's n-th
+ * parameter; the parameters are, in order, those of the conditions, then the limit.
+ */
+export function pageStatements(placeholder: (position: number) => string) {
+  const statement = (conditions: string[]) => {
+    const where = conditions
+      .map((condition, index) => `${condition} ${placeholder(index + 1)}`)
+      .join(' AND ');
+    return (
+      'SELECT id, name, tag FROM plants ' +
+      (where ? `WHERE ${where} ` : '') +
+      `ORDER BY id LIMIT ${placeholder(conditions.length + 1)}`
+    );
+  };
+  return {
+    all: statement([]),
+    after: statement(['id >']),
+    tagged: statement(['tag =']),
+    taggedAfter: statement(['tag =', 'id >']),
+  };
+}
+
+/** The statement of `pageStatements` a query needs, with its parameters in order. */
+export function choosePageStatement<T>(
+  statements: { all: T; after: T; tagged: T; taggedAfter: T },
+  { limit, tag, after }: PlantPageQuery,
+): [T, unknown[]] {
+  if (tag === undefined) {
+    return after === undefined
+      ? [statements.all, [limit]]
+      : [statements.after, [after, limit]];
   }
+  return after === undefined
+    ? [statements.tagged, [tag, limit]]
+    : [statements.taggedAfter, [tag, after, limit]];
 }

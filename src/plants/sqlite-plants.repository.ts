@@ -1,0 +1,71 @@
+import type { Database, Statement } from 'better-sqlite3';
+import { Plant } from './plant.entity';
+import {
+  choosePageStatement,
+  pageStatements,
+  PlantsRepository,
+  type PlantPageQuery,
+} from './plants.repository';
+
+interface PlantRow {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+function toPlant({ id, name, tag }: PlantRow): Plant {
+  return Object.assign(new Plant(), { id, name, tag });
+}
+
+/**
+ * better-sqlite3 statements prepared once on TypeORM's connection, which reads every integer
+ * as a bigint (data-source-options.ts). better-sqlite3 is synchronous: each call finishes
+ * before the next request's work starts. The methods stay async, as the contract is, so that
+ * a failing statement rejects like the PostgreSQL one instead of throwing.
+ */
+/* eslint-disable @typescript-eslint/require-await */
+export class SqlitePlantsRepository extends PlantsRepository {
+  private readonly insertStatement: Statement<[bigint, string, string | null]>;
+  private readonly findStatement: Statement<[bigint], PlantRow>;
+  private readonly deleteStatement: Statement<[bigint]>;
+  private readonly pages: Record<
+    keyof ReturnType<typeof pageStatements>,
+    Statement<unknown[], PlantRow>
+  >;
+
+  constructor(db: Database) {
+    super();
+    this.insertStatement = db.prepare(
+      'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)',
+    );
+    this.findStatement = db.prepare(
+      'SELECT id, name, tag FROM plants WHERE id = ?',
+    );
+    this.deleteStatement = db.prepare('DELETE FROM plants WHERE id = ?');
+    const sql = pageStatements(() => '?');
+    this.pages = {
+      all: db.prepare(sql.all),
+      after: db.prepare(sql.after),
+      tagged: db.prepare(sql.tagged),
+      taggedAfter: db.prepare(sql.taggedAfter),
+    };
+  }
+
+  async insert({ id, name, tag }: Plant): Promise<void> {
+    this.insertStatement.run(id, name, tag);
+  }
+
+  async findById(id: bigint): Promise<Plant | undefined> {
+    const row = this.findStatement.get(id);
+    return row === undefined ? undefined : toPlant(row);
+  }
+
+  async page(query: PlantPageQuery): Promise<Plant[]> {
+    const [statement, parameters] = choosePageStatement(this.pages, query);
+    return statement.all(...parameters).map(toPlant);
+  }
+
+  async deleteById(id: bigint): Promise<boolean> {
+    return this.deleteStatement.run(id).changes > 0;
+  }
+}
