@@ -1,11 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import {
-  createHash,
-  randomBytes,
-  randomUUID,
-  timingSafeEqual,
-} from 'node:crypto';
+import { hash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { IsNull, Repository } from 'typeorm';
 import { ApiToken } from './api-token.entity';
@@ -42,7 +37,8 @@ export interface IssuedToken {
 }
 
 function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
+  // the one-shot hash, not createHash: half the time, on every request
+  return hash('sha256', token, 'buffer');
 }
 
 export function isExpired(token: ApiToken, now = new Date()): boolean {
@@ -100,8 +96,8 @@ export class TokensService {
   /** The live (known, unrevoked, unexpired) token record for a presented token, if any. */
   async authenticate(presented: string): Promise<ApiToken | undefined> {
     if (!TOKEN_FORMAT.test(presented)) return undefined;
-    const hash = hashToken(presented);
-    const key = hash.toString('hex');
+    const digest = hashToken(presented);
+    const key = digest.toString('hex');
     let lookup = this.lookups.get(key);
     if (!lookup) {
       const found = await this.tokens.findOneBy({ tokenHash: key });
@@ -111,7 +107,7 @@ export class TokensService {
     const { record } = lookup;
     if (
       !record ||
-      !timingSafeEqual(Buffer.from(record.tokenHash, 'hex'), hash) ||
+      !timingSafeEqual(Buffer.from(record.tokenHash, 'hex'), digest) ||
       record.revokedAt !== null ||
       isExpired(record)
     ) {

@@ -7,7 +7,7 @@ import {
   Logger,
 } from '@nestjs/common';
 import { getStorageToken, type ThrottlerStorage } from '@nestjs/throttler';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { appConfig, type AppConfig } from '../../config/app.config';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
@@ -45,7 +45,7 @@ export class RateLimitGuard implements CanActivate {
     const token = bearerTokenOf(request);
     const { perToken, perAddress, windowMs } = this.config.rateLimit;
     const key = token
-      ? `requests:token:${createHash('sha256').update(token).digest('hex')}`
+      ? `requests:token:${hash('sha256', token)}`
       : `requests:address:${request.ip}`;
     const limit = token ? perToken : perAddress;
     let counted: Awaited<ReturnType<ThrottlerStorage['increment']>>;
