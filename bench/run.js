@@ -1,6 +1,7 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full]
-// Starts the built service and two comparison servers (bench/floor-server.js, bench/peer-server.js)
+// Starts the built service and three comparison servers (bench/floor-server.js,
+// bench/peer-server.js, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
 // servers round by round, and prints requests/s, latency, errors and peak RSS side by side.
 'use strict';
@@ -54,6 +55,7 @@ const SERVERS = [
   { name: 'service', script: join(ROOT, 'dist', 'main.js') },
   { name: 'floor', script: join(__dirname, 'floor-server.js') },
   { name: 'peer', script: join(__dirname, 'peer-server.js') },
+  { name: 'nest', script: join(__dirname, 'nest-server.js') },
 ];
 
 /**
@@ -258,6 +260,10 @@ async function main() {
           servers.service.requestsPerSecond / servers.floor.requestsPerSecond,
         serviceToPeer:
           servers.service.requestsPerSecond / servers.peer.requestsPerSecond,
+        serviceToNest:
+          servers.service.requestsPerSecond / servers.nest.requestsPerSecond,
+        nestToPeer:
+          servers.nest.requestsPerSecond / servers.peer.requestsPerSecond,
       };
     });
 
@@ -310,6 +316,8 @@ function printTable(report) {
       'peak RSS MB',
       'service/floor',
       'service/peer',
+      'service/nest',
+      'nest/peer',
     ],
   ];
   for (const {
@@ -317,6 +325,8 @@ function printTable(report) {
     servers,
     serviceToFloor,
     serviceToPeer,
+    serviceToNest,
+    nestToPeer,
   } of report.scenarios) {
     for (const [name, m] of Object.entries(servers)) {
       rows.push([
@@ -329,6 +339,8 @@ function printTable(report) {
         m.peakRssMb.toFixed(0),
         name === 'service' ? serviceToFloor.toFixed(2) : '',
         name === 'service' ? serviceToPeer.toFixed(2) : '',
+        name === 'service' ? serviceToNest.toFixed(2) : '',
+        name === 'nest' ? nestToPeer.toFixed(2) : '',
       ]);
     }
   }

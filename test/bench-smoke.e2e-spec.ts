@@ -16,13 +16,15 @@ interface BenchReport {
     servers: Record<string, ServerFigures>;
     serviceToFloor: number;
     serviceToPeer: number;
+    serviceToNest: number;
+    nestToPeer: number;
   }[];
 }
 
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
 describe('the benchmark harness (bench/run.js --smoke)', () => {
-  it('drives the service, the floor and the peer through every scenario without an error', () => {
+  it('drives the service, the floor, the peer and bare NestJS through every scenario without an error', () => {
     const result = spawnSync(
       process.execPath,
       [join(ROOT, 'bench', 'run.js'), '--smoke'],
@@ -46,8 +48,19 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       'GET /plants/{id}',
       'GET /plants?limit=100',
     ]);
-    for (const { servers, serviceToFloor, serviceToPeer } of report.scenarios) {
-      expect(Object.keys(servers).sort()).toEqual(['floor', 'peer', 'service']);
+    for (const {
+      servers,
+      serviceToFloor,
+      serviceToPeer,
+      serviceToNest,
+      nestToPeer,
+    } of report.scenarios) {
+      expect(Object.keys(servers).sort()).toEqual([
+        'floor',
+        'nest',
+        'peer',
+        'service',
+      ]);
       for (const figures of Object.values(servers)) {
         expect(figures.errors).toBe(0);
         expect(figures.requestsPerSecond).toBeGreaterThan(0);
@@ -56,6 +69,8 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       }
       expect(serviceToFloor).toBeGreaterThan(0);
       expect(serviceToPeer).toBeGreaterThan(0);
+      expect(serviceToNest).toBeGreaterThan(0);
+      expect(nestToPeer).toBeGreaterThan(0);
     }
     expect(result.stdout).toMatch(
       /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
