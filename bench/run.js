@@ -1,7 +1,7 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full]
-// Starts the built service and three comparison servers (bench/floor-server.js,
-// bench/peer-server.js, bench/nest-server.js)
+// Starts the built service and four comparison servers (bench/floor-server.js,
+// bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
 // servers round by round, and prints requests/s, latency, errors and peak RSS side by side.
 'use strict';
@@ -55,6 +55,11 @@ const SERVERS = [
   { name: 'service', script: join(ROOT, 'dist', 'main.js') },
   { name: 'floor', script: join(__dirname, 'floor-server.js') },
   { name: 'peer', script: join(__dirname, 'peer-server.js') },
+  {
+    name: 'peer-hardened',
+    script: join(__dirname, 'peer-server.js'),
+    env: { PEER_HARDENED: '1' },
+  },
   { name: 'nest', script: join(__dirname, 'nest-server.js') },
 ];
 
@@ -127,6 +132,7 @@ async function startServer(server, file, options) {
       DB_SYNCHRONOUS: options.synchronous,
       // one token drives every request here: the per-token limit would turn most into 429s
       RATE_LIMIT_PER_TOKEN: '1000000000',
+      ...server.env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -210,17 +216,21 @@ async function main() {
   const options = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
   const started = [];
+  // with --preload, the service also runs on the small table in the same run, for the ratio
+  const servers = options.preload
+    ? [...SERVERS, { ...SERVERS[0], name: 'service-small-table', small: true }]
+    : SERVERS;
   try {
     const files = Object.fromEntries(
-      SERVERS.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]),
+      servers.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]),
     );
     const tokens = Object.fromEntries(
-      SERVERS.map((s) => [
+      servers.map((s) => [
         s.name,
-        prepareDatabase(files[s.name], options.preload),
+        prepareDatabase(files[s.name], s.small ? 0 : options.preload),
       ]),
     );
-    for (const server of SERVERS)
+    for (const server of servers)
       started.push(await startServer(server, files[server.name], options));
 
     /** @type {Record<string, Record<string, any[]>>} */
@@ -264,6 +274,14 @@ async function main() {
           servers.service.requestsPerSecond / servers.nest.requestsPerSecond,
         nestToPeer:
           servers.nest.requestsPerSecond / servers.peer.requestsPerSecond,
+        serviceToHardenedPeer:
+          servers.service.requestsPerSecond /
+          servers['peer-hardened'].requestsPerSecond,
+        ...(options.preload && {
+          serviceToSmallTable:
+            servers.service.requestsPerSecond /
+            servers['service-small-table'].requestsPerSecond,
+        }),
       };
     });
 
@@ -318,6 +336,8 @@ function printTable(report) {
       'service/peer',
       'service/nest',
       'nest/peer',
+      'service/peer-hardened',
+      ...(report.options.preload ? ['service/small-table'] : []),
     ],
   ];
   for (const {
@@ -327,6 +347,8 @@ function printTable(report) {
     serviceToPeer,
     serviceToNest,
     nestToPeer,
+    serviceToHardenedPeer,
+    serviceToSmallTable,
   } of report.scenarios) {
     for (const [name, m] of Object.entries(servers)) {
       rows.push([
@@ -341,6 +363,10 @@ function printTable(report) {
         name === 'service' ? serviceToPeer.toFixed(2) : '',
         name === 'service' ? serviceToNest.toFixed(2) : '',
         name === 'nest' ? nestToPeer.toFixed(2) : '',
+        name === 'service' ? serviceToHardenedPeer.toFixed(2) : '',
+        ...(report.options.preload
+          ? [name === 'service' ? serviceToSmallTable.toFixed(2) : '']
+          : []),
       ]);
     }
   }

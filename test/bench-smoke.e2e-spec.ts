@@ -18,13 +18,14 @@ interface BenchReport {
     serviceToPeer: number;
     serviceToNest: number;
     nestToPeer: number;
+    serviceToHardenedPeer: number;
   }[];
 }
 
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
 describe('the benchmark harness (bench/run.js --smoke)', () => {
-  it('drives the service, the floor, the peer and bare NestJS through every scenario without an error', () => {
+  it('drives the service, the floor, the peer bare and hardened, and bare NestJS through every scenario without an error', () => {
     const result = spawnSync(
       process.execPath,
       [join(ROOT, 'bench', 'run.js'), '--smoke'],
@@ -54,11 +55,13 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       serviceToPeer,
       serviceToNest,
       nestToPeer,
+      serviceToHardenedPeer,
     } of report.scenarios) {
       expect(Object.keys(servers).sort()).toEqual([
         'floor',
         'nest',
         'peer',
+        'peer-hardened',
         'service',
       ]);
       for (const figures of Object.values(servers)) {
@@ -71,6 +74,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       expect(serviceToPeer).toBeGreaterThan(0);
       expect(serviceToNest).toBeGreaterThan(0);
       expect(nestToPeer).toBeGreaterThan(0);
+      expect(serviceToHardenedPeer).toBeGreaterThan(0);
     }
     expect(result.stdout).toMatch(
       /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
