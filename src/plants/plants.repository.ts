@@ -9,9 +9,9 @@ export interface PlantPageQuery {
 /**
  * The SQL of the plant store's hot paths, one implementation per database engine
  * (plants-repository.provider.ts picks one). They run prepared statements on the driver's own
- * connection or pool: TypeORM's query runner around each statement cost as much as the
- * statement itself (bench/README.md). TypeORM still owns the schema, the migrations and the
- * connection.
+ * connection or pool: TypeORM's query runner around each statement (statement cache, logger,
+ * subscriber broadcasts) cost about 5 % of a request (bench/README.md). TypeORM still owns the
+ * schema, the migrations and the connection.
  */
 export abstract class PlantsRepository {
   /** Throws the driver's unique violation when the id is taken. */
