@@ -1,5 +1,6 @@
 // @ts-check
-// npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full]
+// npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
+//                   --service-env LOG_LEVEL=warn]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -30,6 +31,8 @@ function parseArguments(argv) {
     synchronous: 'normal',
     smoke: false,
     out: '',
+    // KEY=VALUE[,KEY=VALUE...] for the service only, to measure a setting (LOG_LEVEL=warn)
+    'service-env': '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
@@ -48,11 +51,20 @@ function parseArguments(argv) {
   }
   if (!['normal', 'full'].includes(options.synchronous))
     throw new Error('--synchronous is normal or full');
+  const assignments = options['service-env'].split(',').filter(Boolean);
+  if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
+    throw new Error('--service-env is KEY=VALUE[,KEY=VALUE...]');
+  options.serviceEnv = Object.fromEntries(
+    assignments.map((assignment) => {
+      const at = assignment.indexOf('=');
+      return [assignment.slice(0, at), assignment.slice(at + 1)];
+    }),
+  );
   return options;
 }
 
 const SERVERS = [
-  { name: 'service', script: join(ROOT, 'dist', 'main.js') },
+  { name: 'service', script: join(ROOT, 'dist', 'main.js'), isService: true },
   { name: 'floor', script: join(__dirname, 'floor-server.js') },
   { name: 'peer', script: join(__dirname, 'peer-server.js') },
   {
@@ -133,6 +145,7 @@ async function startServer(server, file, options) {
       // one token drives every request here: the per-token limit would turn most into 429s
       RATE_LIMIT_PER_TOKEN: '1000000000',
       ...server.env,
+      ...(server.isService ? options.serviceEnv : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

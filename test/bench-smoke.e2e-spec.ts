@@ -80,4 +80,16 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
     );
   });
+
+  it('refuses a malformed --service-env before starting anything', () => {
+    const result = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bench', 'run.js'), '--service-env', 'log_level'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      '--service-env is KEY=VALUE[,KEY=VALUE...]',
+    );
+  });
 });
