@@ -51,9 +51,21 @@ export function pageStatements(placeholder: (position: number) => string) {
   };
 }
 
+export type PageVariant = keyof ReturnType<typeof pageStatements>;
+
+/** Every plant statement, spelt once for all engines; `placeholder` as in `pageStatements`. */
+export function plantStatements(placeholder: (position: number) => string) {
+  return {
+    insert: `INSERT INTO plants (id, name, tag) VALUES (${placeholder(1)}, ${placeholder(2)}, ${placeholder(3)})`,
+    find: `SELECT id, name, tag FROM plants WHERE id = ${placeholder(1)}`,
+    delete: `DELETE FROM plants WHERE id = ${placeholder(1)}`,
+    pages: pageStatements(placeholder),
+  };
+}
+
 /** The statement of `pageStatements` a query needs, with its parameters in order. */
 export function choosePageStatement<T>(
-  statements: { all: T; after: T; tagged: T; taggedAfter: T },
+  statements: Record<PageVariant, T>,
   { limit, tag, after }: PlantPageQuery,
 ): [T, unknown[]] {
   if (tag === undefined) {

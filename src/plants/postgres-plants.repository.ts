@@ -2,8 +2,9 @@ import type { Pool } from 'pg';
 import { Plant } from './plant.entity';
 import {
   choosePageStatement,
-  pageStatements,
+  plantStatements,
   PlantsRepository,
+  type PageVariant,
   type PlantPageQuery,
 } from './plants.repository';
 
@@ -24,23 +25,16 @@ interface NamedQuery {
   text: string;
 }
 
-const INSERT: NamedQuery = {
-  name: 'plants_insert',
-  text: 'INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3)',
-};
-const FIND: NamedQuery = {
-  name: 'plants_find',
-  text: 'SELECT id, name, tag FROM plants WHERE id = $1',
-};
-const DELETE: NamedQuery = {
-  name: 'plants_delete',
-  text: 'DELETE FROM plants WHERE id = $1',
-};
+const SQL = plantStatements((position) => `$${position}`);
+const INSERT: NamedQuery = { name: 'plants_insert', text: SQL.insert };
+const FIND: NamedQuery = { name: 'plants_find', text: SQL.find };
+const DELETE: NamedQuery = { name: 'plants_delete', text: SQL.delete };
 const PAGES = Object.fromEntries(
-  Object.entries(pageStatements((position) => `$${position}`)).map(
-    ([variant, text]) => [variant, { name: `plants_page_${variant}`, text }],
-  ),
-) as Record<keyof ReturnType<typeof pageStatements>, NamedQuery>;
+  Object.entries(SQL.pages).map(([variant, text]) => [
+    variant,
+    { name: `plants_page_${variant}`, text },
+  ]),
+) as Record<PageVariant, NamedQuery>;
 
 /**
  * Prepared statements on TypeORM's pg pool (its size, statement_timeout and keep-alive come

@@ -2,8 +2,9 @@ import type { Database, Statement } from 'better-sqlite3';
 import { Plant } from './plant.entity';
 import {
   choosePageStatement,
-  pageStatements,
+  plantStatements,
   PlantsRepository,
+  type PageVariant,
   type PlantPageQuery,
 } from './plants.repository';
 
@@ -28,26 +29,19 @@ export class SqlitePlantsRepository extends PlantsRepository {
   private readonly insertStatement: Statement<[bigint, string, string | null]>;
   private readonly findStatement: Statement<[bigint], PlantRow>;
   private readonly deleteStatement: Statement<[bigint]>;
-  private readonly pages: Record<
-    keyof ReturnType<typeof pageStatements>,
-    Statement<unknown[], PlantRow>
-  >;
+  private readonly pages: Record<PageVariant, Statement<unknown[], PlantRow>>;
 
   constructor(db: Database) {
     super();
-    this.insertStatement = db.prepare(
-      'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)',
-    );
-    this.findStatement = db.prepare(
-      'SELECT id, name, tag FROM plants WHERE id = ?',
-    );
-    this.deleteStatement = db.prepare('DELETE FROM plants WHERE id = ?');
-    const sql = pageStatements(() => '?');
+    const sql = plantStatements(() => '?');
+    this.insertStatement = db.prepare(sql.insert);
+    this.findStatement = db.prepare(sql.find);
+    this.deleteStatement = db.prepare(sql.delete);
     this.pages = {
-      all: db.prepare(sql.all),
-      after: db.prepare(sql.after),
-      tagged: db.prepare(sql.tagged),
-      taggedAfter: db.prepare(sql.taggedAfter),
+      all: db.prepare(sql.pages.all),
+      after: db.prepare(sql.pages.after),
+      tagged: db.prepare(sql.pages.tagged),
+      taggedAfter: db.prepare(sql.pages.taggedAfter),
     };
   }
 
