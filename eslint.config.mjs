@@ -23,7 +23,27 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_' },
+      ],
+      // One statement per change (docs/adding-a-module.md): TypeORM shares one SQLite
+      // connection between concurrent requests, so a multi-statement transaction there takes in
+      // whatever else runs meanwhile (https://github.com/typeorm/typeorm/issues/1884).
+      'no-restricted-properties': [
+        'error',
+        ...[
+          'save',
+          'transaction',
+          'startTransaction',
+          'softRemove',
+          'recover',
+        ].map((property) => ({
+          property,
+          message:
+            'runs several statements in a transaction; write one statement per change (insert, update, delete) and publish events with a trigger: docs/adding-a-module.md, "One statement per change"',
+        })),
+      ],
     },
   },
   {

@@ -25,6 +25,8 @@ const e2e = {
 const ENGINE_INDEPENDENT = [
   'bench-smoke',
   'cli',
+  'conventions',
+  'database-schema',
   'deployment',
   'docs-browser',
   'faults',

@@ -3,6 +3,7 @@ import { appConfig, type AppConfig } from './config/app.config';
 import { validateEnvironment } from './config/environment';
 import { ConfigError } from './config/read-env';
 import { ShutdownGate } from './common/http/shutdown-gate';
+import { UndeclaredAccessError } from './auth/route-access.check';
 
 async function bootstrap(): Promise<void> {
   validateEnvironment(process.env);
@@ -31,6 +32,11 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
+  // a bad setting or a route without an access rule: one line says what to fix
+  console.error(
+    error instanceof ConfigError || error instanceof UndeclaredAccessError
+      ? error.message
+      : error,
+  );
   process.exit(1);
 });

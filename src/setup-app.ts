@@ -31,7 +31,8 @@ export async function createApp(): Promise<NestExpressApplication> {
   app.disable('x-powered-by');
   app.use(
     helmet({
-      // the service speaks plain HTTP (spec section 9); TLS, and HSTS with it, belong to a proxy
+      // the service speaks plain HTTP (docs/decisions.md, "Base URL and versioning"); TLS,
+      // and HSTS with it, belong to a proxy
       strictTransportSecurity: false,
       contentSecurityPolicy: {
         directives: { 'upgrade-insecure-requests': null },

@@ -30,12 +30,36 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       .set('Authorization', `Bearer ${token}`)
       .send({ id: nextId++, name: 'From the CLI' });
 
-  it('creates a token with both scopes, printed alone on the last line', async () => {
+  it('creates a token with the plant scopes, printed alone on the last line', async () => {
     const created = cli('tokens', 'create', '--name', 'deploy bot');
     expect(created.status).toBe(0);
     expect(created.lastLine).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
-    expect(created.stdout).toContain('plants:read,plants:write');
+    expect(created.stdout).toContain('with scopes plants:read,plants:write\n');
     await createPlant(created.lastLine).expect(200);
+    // webhooks:manage only when named
+    await testApp
+      .http()
+      .get('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${created.lastLine}`)
+      .expect(403);
+  });
+
+  it('grants webhooks:manage when --scopes names it', async () => {
+    const created = cli(
+      'tokens',
+      'create',
+      '--name',
+      'operator',
+      '--scopes',
+      'webhooks:manage',
+    );
+    expect(created.stdout).toContain('with scopes webhooks:manage\n');
+    await testApp
+      .http()
+      .get('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${created.lastLine}`)
+      .expect(200);
+    await createPlant(created.lastLine).expect(403);
   });
 
   it('lists tokens with id, name, scopes, created, expires and last used, never the token', async () => {

@@ -90,11 +90,17 @@ describeWithPostgres('two service instances on one PostgreSQL database', () => {
   });
 
   it('sends each delivery once, though both dispatchers see it', async () => {
-    // 40 shared creates and 1 roaming one, one subscription
-    const received = await receiver.waitFor(41, 20_000);
+    // 40 shared creates, 1 roaming create and its delete, one subscription to every event
+    const received = await receiver.waitFor(42, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(receiver.received).toHaveLength(41);
+    expect(receiver.received).toHaveLength(42);
     const ids = received.map((webhook) => webhook.headers['webhook-id']);
-    expect(new Set(ids).size).toBe(41);
+    expect(new Set(ids).size).toBe(42);
+    const deleted = received.filter(
+      (webhook) => webhook.headers['webhook-event-type'] === 'plant.deleted',
+    );
+    expect(deleted.map((webhook) => webhook.body)).toEqual([
+      '{"id":1,"name":"Roaming"}',
+    ]);
   });
 });

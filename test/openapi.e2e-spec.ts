@@ -93,6 +93,39 @@ describe('the OpenAPI document', () => {
       expect(generated.security).toEqual([{ bearerAuth: [] }]);
     });
 
+    it('declares 429, 500 and 503 on every operation, and 401 and 403 on each that needs a token', () => {
+      const paths = generated.paths as Record<string, Record<string, Doc>>;
+      const missing: string[] = [];
+      for (const [path, item] of Object.entries(paths)) {
+        for (const [method, operation] of Object.entries(item)) {
+          const isPublic = JSON.stringify(operation.security) === '[]';
+          const expected = isPublic
+            ? ['429', '500', '503']
+            : ['401', '403', '429', '500', '503'];
+          const responses = operation.responses as Record<string, Doc>;
+          for (const status of expected) {
+            if (!responses[status]) missing.push(`${method} ${path} ${status}`);
+          }
+          if (isPublic && (responses['401'] || responses['403'])) {
+            missing.push(`${method} ${path} documents 401/403 though public`);
+          }
+        }
+      }
+      expect(missing).toEqual([]);
+    });
+
+    it('lists every event of the catalogue under webhooks, with its type header', () => {
+      const webhooks = generated.webhooks as Record<string, { post: Doc }>;
+      expect(
+        Object.values(webhooks).map(({ post }) => {
+          const header = (post.parameters as Doc[]).find(
+            ({ name }) => name === 'webhook-event-type',
+          );
+          return `${String(post.operationId)} ${JSON.stringify((header?.schema as Doc)?.const)}`;
+        }),
+      ).toEqual(['plantAdded "plant.added"', 'plantDeleted "plant.deleted"']);
+    });
+
     it('declares the health probes public with security: []', () => {
       const paths = generated.paths as Record<string, Record<string, Doc>>;
       expect(paths['/health/live'].get.security).toEqual([]);

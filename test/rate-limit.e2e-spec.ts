@@ -1,3 +1,4 @@
+import { TokensService } from '../src/auth/tokens.service';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 describe('rate limits', () => {
@@ -41,6 +42,17 @@ describe('rate limits', () => {
 
     const other = await testApp.issueToken();
     await listWith(other).expect(200);
+  });
+
+  it('limits before it authenticates (app.module.ts wires the guards in that order): past its limit, a revoked token gets 429, not 401', async () => {
+    const token = await testApp.issueToken();
+    for (let i = 0; i < 20; i += 1) await listWith(token).expect(200);
+    const tokens = testApp.app.get(TokensService);
+    const [record] = await tokens.list();
+    expect(await tokens.revoke(record.id)).toBe(true);
+    await listWith(token).expect(429);
+    const fresh = await testApp.issueToken();
+    await listWith(fresh).expect(200);
   });
 
   it('counts requests without a token per client address', async () => {

@@ -63,7 +63,7 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     }
     const deliveries = cli('webhooks', 'deliveries');
     expect(deliveries.stdout).toMatch(
-      /msg_[0-9a-f]{32}\s+\S+\s+9223372036854775807\s+delivered\s+\d+\s+200\s+-/,
+      /msg_[0-9a-f]{32}\s+\S+\s+plant\.added\s+delivered\s+\d+\s+200\s+-/,
     );
   });
 
@@ -75,10 +75,27 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
       expect(added.lastLine).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
       const id = /added webhook ([0-9a-f-]{36})/.exec(added.stdout)?.[1] ?? '';
 
+      expect(added.stdout).toContain('receiving every event');
+      const deletions = cli(
+        'webhooks',
+        'add',
+        '--url',
+        `${receiver.url}/deleted`,
+        '--events',
+        'plant.deleted',
+      );
+      expect(deletions.status).toBe(0);
+
       const listed = cli('webhooks', 'list');
       expect(listed.stdout).toContain(id);
       expect(listed.stdout).toContain(receiver.url);
       expect(listed.stdout).not.toContain(added.lastLine);
+      expect(listed.stdout).toMatch(
+        new RegExp(`${receiver.url}/deleted\\s+plant\\.deleted\\s`),
+      );
+      expect(listed.stdout).toMatch(
+        new RegExp(`${id}\\s+\\S+\\s+every event\\s`),
+      );
 
       const removed = cli('webhooks', 'remove', id);
       expect(removed.status).toBe(0);
@@ -101,6 +118,21 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
       'error: 192.168.1.10 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    );
+  });
+
+  it('refuses an unknown event type, naming the known ones', () => {
+    const result = cli(
+      'webhooks',
+      'add',
+      '--url',
+      'https://example.test/hook',
+      '--events',
+      'plant.added,plant.eaten',
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      'unknown event type plant.eaten; expected a comma-separated list of plant.added, plant.deleted',
     );
   });
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { DataSource } from 'typeorm';
+import { DataSource, In } from 'typeorm';
+import { parseLosslessJson } from '../src/common/json/lossless-json';
+import { OutboxEvent } from '../src/events/outbox-event.entity';
 import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
 import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
@@ -57,14 +59,13 @@ describe('plant-added webhooks', () => {
       .send(body);
   }
 
-  const deliveries = () =>
-    testApp.app.get(DataSource).getRepository(WebhookDelivery);
+  const deliveriesOf = (plantId: bigint) => deliveriesOfPlant(testApp, plantId);
 
   it('delivers the NewPlant with its exact id, signed so that an independent verifier accepts it', async () => {
     const first = await receiver();
     const second = await receiver();
-    const { secret } = await subscriptions.add(first.url);
-    await subscriptions.add(second.url);
+    const { secret } = await subscriptions.add({ url: first.url });
+    await subscriptions.add({ url: second.url });
 
     await createPlant(
       '{"id":9007199254740993,"name":"Signed Sage","tag":"herb","extra":true}',
@@ -75,6 +76,7 @@ describe('plant-added webhooks', () => {
       '{"id":9007199254740993,"name":"Signed Sage","tag":"herb"}',
     );
     expect(webhook.headers['content-type']).toBe('application/json');
+    expect(webhook.headers['webhook-event-type']).toBe('plant.added');
     expect(webhook.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
     expect(
       Math.abs(
@@ -97,11 +99,81 @@ describe('plant-added webhooks', () => {
     expect(other.body).toBe(webhook.body);
     expect(other.headers['webhook-id']).not.toBe(webhook.headers['webhook-id']);
     await eventually(
-      () => deliveries().findBy({ plantId: 9007199254740993n }),
+      () => deliveriesOf(9007199254740993n),
       (rows) =>
         rows.length === 2 &&
         rows.every((row) => row.status === 'delivered' && row.attempts === 1),
     );
+  });
+
+  it('sends plant.deleted with the deleted plant, to the subscriptions that receive it, named in webhook-event-type', async () => {
+    const everything = await receiver();
+    const deletions = await receiver();
+    const additions = await receiver();
+    await subscriptions.add({ url: everything.url });
+    const { secret } = await subscriptions.add({
+      url: deletions.url,
+      eventTypes: ['plant.deleted'],
+    });
+    await subscriptions.add({
+      url: additions.url,
+      eventTypes: ['plant.added'],
+    });
+    const id = 9223372036854775807n - BigInt(nextId++);
+    const token = await testApp.issueToken();
+    await createPlant(`{"id":${id},"name":"Fleeting Fern"}`).expect(200);
+    await testApp
+      .http()
+      .delete(`/plants/${id}`)
+      .set('Authorization', `Bearer ${token}`)
+      .expect(204);
+
+    const both = await everything.waitFor(2);
+    const body = `{"id":${id},"name":"Fleeting Fern"}`;
+    expect(
+      both
+        .map(
+          (webhook) =>
+            `${String(webhook.headers['webhook-event-type'])} ${webhook.body}`,
+        )
+        .sort(),
+    ).toEqual([`plant.added ${body}`, `plant.deleted ${body}`]);
+    const [deleted] = await deletions.waitFor(1);
+    expect(deleted.headers['webhook-event-type']).toBe('plant.deleted');
+    expect(deleted.body).toBe(body);
+    expect(() =>
+      new Webhook(secret).verify(deleted.body, {
+        'webhook-id': String(deleted.headers['webhook-id']),
+        'webhook-timestamp': String(deleted.headers['webhook-timestamp']),
+        'webhook-signature': String(deleted.headers['webhook-signature']),
+      }),
+    ).not.toThrow();
+    await additions.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(deletions.received).toHaveLength(1);
+    expect(
+      additions.received.map(
+        (webhook) => webhook.headers['webhook-event-type'],
+      ),
+    ).toEqual(['plant.added']);
+  });
+
+  it('keeps no event that no subscription receives', async () => {
+    const events = () =>
+      testApp.app.get(DataSource).getRepository(OutboxEvent).count();
+    const before = await events();
+    await createPlant(`{"id":${nextId++},"name":"Unwatched Ivy"}`).expect(200);
+    expect(await events()).toBe(before);
+
+    const watcher = await receiver();
+    await subscriptions.add({
+      url: watcher.url,
+      eventTypes: ['plant.deleted'],
+    });
+    await createPlant(`{"id":${nextId++},"name":"Still Unwatched"}`).expect(
+      200,
+    );
+    expect(await events()).toBe(before);
   });
 
   it('retries a receiver that answers 500 twice, with the same webhook-id, until it answers 200', async () => {
@@ -109,7 +181,7 @@ describe('plant-added webhooks', () => {
       res.statusCode = index < 2 ? 500 : 200;
       res.end();
     });
-    await subscriptions.add(flaky.url);
+    await subscriptions.add({ url: flaky.url });
     const id = nextId++;
     await createPlant(
       JSON.stringify({ id, name: 'Stubborn Succulent' }),
@@ -123,7 +195,7 @@ describe('plant-added webhooks', () => {
       Array(3).fill(`{"id":${id},"name":"Stubborn Succulent"}`),
     );
     const [row] = await eventually(
-      () => deliveries().findBy({ plantId: BigInt(id) }),
+      () => deliveriesOf(BigInt(id)),
       (rows) => rows[0]?.status === 'delivered',
     );
     expect(row).toMatchObject({
@@ -137,14 +209,14 @@ describe('plant-added webhooks', () => {
 
   it('delivers to a receiver that is down at first once it comes up', async () => {
     const port = await freePort();
-    await subscriptions.add(`http://127.0.0.1:${port}/hooks/plants`);
+    await subscriptions.add({ url: `http://127.0.0.1:${port}/hooks/plants` });
     const id = nextId++;
     await createPlant(JSON.stringify({ id, name: 'Patient Pothos' })).expect(
       200,
     );
 
     const [refused] = await eventually(
-      () => deliveries().findBy({ plantId: BigInt(id) }),
+      () => deliveriesOf(BigInt(id)),
       (rows) => rows[0]?.attempts >= 2,
     );
     expect(refused).toMatchObject({
@@ -156,25 +228,25 @@ describe('plant-added webhooks', () => {
     const [webhook] = await late.waitFor(1);
     expect(webhook.body).toBe(`{"id":${id},"name":"Patient Pothos"}`);
     await eventually(
-      () => deliveries().findOneBy({ plantId: BigInt(id) }),
-      (row) => row?.status === 'delivered',
+      () => deliveriesOf(BigInt(id)),
+      (rows) => rows[0]?.status === 'delivered',
     );
   });
 
   it('sends nothing for a create that fails', async () => {
     const watcher = await receiver();
-    await subscriptions.add(watcher.url);
+    await subscriptions.add({ url: watcher.url });
     const id = nextId++;
     await createPlant(JSON.stringify({ id, name: 'Original' })).expect(200);
     await watcher.waitFor(1);
-    const before = await deliveries().count();
+    const before = await countDeliveries(testApp);
 
     await createPlant(JSON.stringify({ id, name: 'Duplicate' })).expect(400);
     await createPlant(JSON.stringify({ id: nextId++, name: null })).expect(400);
     await createPlant('{"id": 1,').expect(400);
 
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(await deliveries().count()).toBe(before);
+    expect(await countDeliveries(testApp)).toBe(before);
     expect(watcher.received).toHaveLength(1);
   });
 
@@ -183,14 +255,14 @@ describe('plant-added webhooks', () => {
     const redirecting = await receiver((_req, res) => {
       res.writeHead(307, { Location: target.url }).end();
     });
-    await subscriptions.add(redirecting.url);
+    await subscriptions.add({ url: redirecting.url });
     const id = nextId++;
     await createPlant(JSON.stringify({ id, name: 'Wandering Jew' })).expect(
       200,
     );
 
     await redirecting.waitFor(2);
-    const row = await deliveries().findOneByOrFail({ plantId: BigInt(id) });
+    const [row] = await deliveriesOf(BigInt(id));
     expect(row.lastStatusCode).toBe(307);
     expect(row.status).toBe('pending');
     expect(target.received).toHaveLength(0);
@@ -198,12 +270,12 @@ describe('plant-added webhooks', () => {
 
   it('gives up on a receiver that does not answer within the timeout, and tries again', async () => {
     const silent = await receiver(() => undefined);
-    await subscriptions.add(silent.url);
+    await subscriptions.add({ url: silent.url });
     const id = nextId++;
     await createPlant(JSON.stringify({ id, name: 'Quiet Cactus' })).expect(200);
 
     const [row] = await eventually(
-      () => deliveries().findBy({ plantId: BigInt(id) }),
+      () => deliveriesOf(BigInt(id)),
       (rows) => rows[0]?.attempts >= 1,
     );
     expect(row).toMatchObject({
@@ -224,15 +296,15 @@ describe('plant-added webhooks', () => {
         socketClosedEarly = !res.writableEnded;
       });
     });
-    await subscriptions.add(endless.url);
+    await subscriptions.add({ url: endless.url });
     const id = nextId++;
     await createPlant(JSON.stringify({ id, name: 'Chatty Chives' })).expect(
       200,
     );
 
     await eventually(
-      () => deliveries().findOneBy({ plantId: BigInt(id) }),
-      (row) => row?.status === 'delivered',
+      () => deliveriesOf(BigInt(id)),
+      (rows) => rows[0]?.status === 'delivered',
       5_000,
     );
     await eventually(
@@ -254,18 +326,36 @@ async function addPlant(testApp: TestApp, plant: { id: number; name: string }) {
     .expect(200);
 }
 
-/** The outbox row of the only delivery for a plant, once `accept` holds for it. */
-function deliveryOfPlant(
+/** The deliveries of the `type` events of one plant, found by the id in their payload. */
+async function deliveriesOfPlant(
   testApp: TestApp,
   plantId: bigint,
-  accept: (delivery: WebhookDelivery | null) => boolean,
+  type = 'plant.added',
+): Promise<WebhookDelivery[]> {
+  const dataSource = testApp.app.get(DataSource);
+  const events = (
+    await dataSource.getRepository(OutboxEvent).findBy({ type })
+  ).filter(
+    ({ payload }) =>
+      (parseLosslessJson(payload) as { id: bigint }).id === plantId,
+  );
+  return dataSource
+    .getRepository(WebhookDelivery)
+    .findBy({ eventId: In(events.map(({ id }) => id)) });
+}
+
+function countDeliveries(testApp: TestApp): Promise<number> {
+  return testApp.app.get(DataSource).getRepository(WebhookDelivery).count();
+}
+
+/** The only delivery for a plant, once `accept` holds for it. */
+async function deliveryOfPlant(
+  testApp: TestApp,
+  plantId: bigint,
+  accept: (delivery: WebhookDelivery | undefined) => boolean,
 ) {
   return eventually(
-    () =>
-      testApp.app
-        .get(DataSource)
-        .getRepository(WebhookDelivery)
-        .findOneBy({ plantId }),
+    async () => (await deliveriesOfPlant(testApp, plantId))[0],
     accept,
   );
 }
@@ -280,7 +370,9 @@ describe('plant-added webhooks past the retry window', () => {
       res.end();
     });
     try {
-      await testApp.app.get(WebhookSubscriptionsService).add(broken.url);
+      await testApp.app
+        .get(WebhookSubscriptionsService)
+        .add({ url: broken.url });
       await addPlant(testApp, { id: 1, name: 'Doomed Dill' });
       const row = await deliveryOfPlant(
         testApp,
@@ -326,7 +418,7 @@ describe('plant-added webhooks to private networks', () => {
     'refuses to subscribe %s without WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
     async (url) => {
       await expect(
-        testApp.app.get(WebhookSubscriptionsService).add(url),
+        testApp.app.get(WebhookSubscriptionsService).add({ url }),
       ).rejects.toThrow(/WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true/);
     },
   );

@@ -1,12 +1,17 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
+import { DiscoveryModule } from '@nestjs/core';
 import { BearerGuard } from './bearer.guard';
+import { RouteAccessCheck } from './route-access.check';
 import { TokensModule } from './tokens.module';
 
-/** Bearer authentication for every route that is not @Public(). */
+/**
+ * Bearer authentication and scopes. BearerGuard is installed as a global guard in
+ * app.module.ts, after the rate limit; RouteAccessCheck refuses to boot an app with a route
+ * that declares no access.
+ */
 @Module({
-  imports: [TokensModule],
-  providers: [{ provide: APP_GUARD, useClass: BearerGuard }],
-  exports: [TokensModule],
+  imports: [TokensModule, DiscoveryModule],
+  providers: [BearerGuard, RouteAccessCheck],
+  exports: [TokensModule, BearerGuard],
 })
 export class AuthModule {}

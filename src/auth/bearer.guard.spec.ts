@@ -94,10 +94,20 @@ describe('BearerGuard', () => {
   });
 
   it('accepts the scheme in any case', async () => {
+    metadata[REQUIRED_SCOPES_KEY] = ['plants:read'] satisfies Scope[];
     await expect(guard.canActivate(contextWith('bEaReR good'))).resolves.toBe(
       true,
     );
     expect(authenticate).toHaveBeenCalledWith('good');
+  });
+
+  it('denies even a live token on a route that declares no access', async () => {
+    expect(await failureOf('Bearer good')).toEqual({
+      status: 403,
+      challenge: undefined,
+    });
+    metadata[REQUIRED_SCOPES_KEY] = [];
+    expect((await failureOf('Bearer good')).status).toBe(403);
   });
 
   it('accepts a token holding every required scope', async () => {

@@ -21,7 +21,8 @@ const REALM = 'realm="plant-store"';
 
 /**
  * Denies by default: every route needs a live bearer token unless marked @Public(), and the
- * token must hold the scopes of @RequireScopes(). Answers follow RFC 6750.
+ * token must hold the scopes of @RequireScopes(); a route that declares neither admits no
+ * token at all (RouteAccessCheck stops such an app from booting). Answers follow RFC 6750.
  */
 @Injectable()
 export class BearerGuard implements CanActivate {
@@ -60,9 +61,17 @@ export class BearerGuard implements CanActivate {
         `Bearer ${REALM}, error="invalid_token"`,
       );
     }
-    const required =
-      this.reflector.getAllAndOverride<Scope[]>(REQUIRED_SCOPES_KEY, targets) ??
-      [];
+    const required = this.reflector.getAllAndOverride<Scope[] | undefined>(
+      REQUIRED_SCOPES_KEY,
+      targets,
+    );
+    if (!required || required.length === 0) {
+      throw new HttpErrorWithHeaders(
+        HttpStatus.FORBIDDEN,
+        'this operation declares no access, so no token may call it',
+        {},
+      );
+    }
     const missing = required.filter((scope) => !token.scopes.includes(scope));
     if (missing.length > 0) {
       throw new HttpErrorWithHeaders(

@@ -1,5 +1,4 @@
 import { DataSource } from 'typeorm';
-import { entities } from '../database/data-source-options';
 import { ApiToken } from './api-token.entity';
 import { TokensService } from './tokens.service';
 
@@ -11,7 +10,7 @@ describe('TokensService', () => {
     dataSource = await new DataSource({
       type: 'better-sqlite3',
       database: ':memory:',
-      entities,
+      entities: [ApiToken],
       synchronize: true,
     }).initialize();
     service = new TokensService(dataSource.getRepository(ApiToken));

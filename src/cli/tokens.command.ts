@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ApiToken } from '../auth/api-token.entity';
-import { isScope, SCOPES, type Scope } from '../auth/scopes';
+import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '../auth/scopes';
 import { TokensService } from '../auth/tokens.service';
 import { parseDuration } from '../config/read-env';
 import {
@@ -65,9 +65,9 @@ export function tokensCommand(output: CliOutput): Command {
     .requiredOption('--name <name>', 'who or what the token is for')
     .option(
       '--scopes <scopes>',
-      `comma-separated scopes (${SCOPES.join(', ')})`,
+      `comma-separated scopes (${SCOPES.join(', ')}); without it, ${DEFAULT_SCOPES.join(', ')}`,
       parseScopes,
-      [...SCOPES],
+      [...DEFAULT_SCOPES],
     )
     .option(
       '--expires-in <duration>',

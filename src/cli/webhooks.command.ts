@@ -1,4 +1,6 @@
+import { NotFoundException } from '@nestjs/common';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { EVENT_TYPES, isEventType } from '../events/events';
 import { WebhookSubscriptionsService } from '../webhooks/webhook-subscriptions.service';
 import {
   formatTable,
@@ -15,9 +17,20 @@ function parseCount(text: string): number {
   return Number(text);
 }
 
+function parseEventTypes(text: string): string[] {
+  const types = text.split(',').map((type) => type.trim());
+  const unknown = types.filter((type) => !isEventType(type));
+  if (unknown.length > 0) {
+    throw new InvalidArgumentError(
+      `unknown event type ${unknown.join(', ')}; expected a comma-separated list of ${EVENT_TYPES.join(', ')}`,
+    );
+  }
+  return [...new Set(types)];
+}
+
 export function webhooksCommand(output: CliOutput): Command {
   const webhooks = new Command('webhooks').description(
-    'manage plant-added webhook subscriptions',
+    'manage webhook subscriptions',
   );
 
   webhooks
@@ -25,13 +38,21 @@ export function webhooksCommand(output: CliOutput): Command {
     .description(
       'subscribe a URL; its signing secret is printed once, alone on the last line',
     )
-    .requiredOption('--url <url>', 'where to POST each plant added')
-    .action(async (options: { url: string }) => {
+    .requiredOption('--url <url>', 'where to POST each event')
+    .option(
+      '--events <types>',
+      `comma-separated event types (${EVENT_TYPES.join(', ')}); without it, every type, those added later included`,
+      parseEventTypes,
+    )
+    .action(async (options: { url: string; events?: string[] }) => {
       const subscription = await withService(
         WebhookSubscriptionsService,
-        (service) => service.add(options.url),
+        (service) =>
+          service.add({ url: options.url, eventTypes: options.events }),
       );
-      output.out(`added webhook ${subscription.id} for ${subscription.url}`);
+      output.out(
+        `added webhook ${subscription.id} for ${subscription.url}, receiving ${describeEventTypes(subscription.eventTypes)}`,
+      );
       output.out(
         'verify deliveries with this Standard Webhooks signing secret; it is not shown again',
       );
@@ -47,8 +68,13 @@ export function webhooksCommand(output: CliOutput): Command {
         (service) => service.listActive(),
       );
       formatTable([
-        ['ID', 'URL', 'CREATED'],
-        ...subscriptions.map((s) => [s.id, s.url, formatTime(s.createdAt)]),
+        ['ID', 'URL', 'EVENTS', 'CREATED'],
+        ...subscriptions.map((s) => [
+          s.id,
+          s.url,
+          describeEventTypes(s.eventTypes),
+          formatTime(s.createdAt),
+        ]),
       ]).forEach(output.out);
     });
 
@@ -61,17 +87,16 @@ export function webhooksCommand(output: CliOutput): Command {
       parseUuid,
     )
     .action(async (id: string) => {
-      const removed = await withService(
-        WebhookSubscriptionsService,
-        (service) => service.remove(id),
-      );
-      if (!removed) {
+      await withService(WebhookSubscriptionsService, (service) =>
+        service.remove(id),
+      ).catch((error: unknown) => {
+        if (!(error instanceof NotFoundException)) throw error;
         throw new CommanderError(
           1,
           'cli.notFound',
           `no active webhook with id ${id}`,
         );
-      }
+      });
       output.out(`removed webhook ${id}`);
     });
 
@@ -88,7 +113,7 @@ export function webhooksCommand(output: CliOutput): Command {
         [
           'WEBHOOK-ID',
           'SUBSCRIPTION',
-          'PLANT',
+          'EVENT',
           'STATUS',
           'ATTEMPTS',
           'LAST RESULT',
@@ -97,7 +122,7 @@ export function webhooksCommand(output: CliOutput): Command {
         ...deliveries.map((d) => [
           d.id,
           d.subscriptionId,
-          String(d.plantId),
+          d.eventType,
           d.status,
           String(d.attempts),
           d.lastError ??
@@ -108,4 +133,8 @@ export function webhooksCommand(output: CliOutput): Command {
     });
 
   return webhooks;
+}
+
+function describeEventTypes(types: string[] | null): string {
+  return types === null ? 'every event' : types.join(',');
 }

@@ -2,32 +2,29 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
-import { ApiToken } from '../auth/api-token.entity';
 import type {
   DatabaseConfig,
   PostgresConfig,
   SqliteConfig,
 } from '../config/database.config';
-import { Plant } from '../plants/plant.entity';
-import { WebhookDelivery } from '../webhooks/webhook-delivery.entity';
-import { WebhookSubscription } from '../webhooks/webhook-subscription.entity';
 import { postgresMigrations, sqliteMigrations } from './migrations';
 
-export const entities = [Plant, ApiToken, WebhookSubscription, WebhookDelivery];
-
-function sqliteOptions(config: SqliteConfig): DataSourceOptions {
+function sqliteOptions(
+  config: SqliteConfig,
+  exactIntegers: boolean,
+): DataSourceOptions {
   return {
     type: 'better-sqlite3',
     database: config.sqlitePath,
-    entities,
     migrations: sqliteMigrations,
     migrationsRun: true,
     synchronize: false,
     enableWAL: true,
     prepareDatabase: (db: Database.Database) => {
       // ids are int64: read every integer as a bigint, never through a JS number
-      db.defaultSafeIntegers(true);
-      // with WAL, NORMAL survives a process crash (D8); FULL also a power loss
+      db.defaultSafeIntegers(exactIntegers);
+      // with WAL, NORMAL survives a process crash (docs/decisions.md, "Durability"); FULL
+      // also a power loss
       db.pragma(`synchronous = ${config.synchronous.toUpperCase()}`);
     },
   };
@@ -37,7 +34,6 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
   return {
     type: 'postgres',
     url: config.url,
-    entities,
     migrations: postgresMigrations,
     migrationsRun: true,
     synchronize: false,
@@ -51,12 +47,21 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
   };
 }
 
-/** Options shared by the service, its command-line tool and the TypeORM CLI (ormconfig.ts). */
+/**
+ * Options shared by the service, its command-line tool and the TypeORM CLI (ormconfig.ts).
+ * Entities are not listed here: each module registers its own with `TypeOrmModule.forFeature`
+ * (autoLoadEntities), and ormconfig.ts lists them all for the TypeORM CLI.
+ *
+ * `exactIntegers: false` is for the TypeORM CLI only, which reads no data: TypeORM's SQLite
+ * schema reader compares PRAGMA results with numbers (`notnull === 0`), so with bigints it
+ * sees every column as NOT NULL and proposes to rebuild every table.
+ */
 export function createDataSourceOptions(
   config: DatabaseConfig,
+  { exactIntegers = true }: { exactIntegers?: boolean } = {},
 ): DataSourceOptions {
   return config.engine === 'sqlite'
-    ? sqliteOptions(config)
+    ? sqliteOptions(config, exactIntegers)
     : postgresOptions(config);
 }
 

@@ -19,7 +19,10 @@ function driverCodeOf(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** PostgreSQL text cannot hold U+0000 (SQLSTATE 22021); SQLite can. */
+/**
+ * PostgreSQL text cannot hold U+0000 (SQLSTATE 22021), neither to store nor to compare; SQLite
+ * can. This is the one place that knows it: every such failure is the request's (400).
+ */
 export function isUnstorableText(error: unknown): boolean {
   return driverCodeOf(error) === '22021';
 }
@@ -31,6 +34,68 @@ export function isUniqueViolation(error: unknown): boolean {
     code === 'SQLITE_CONSTRAINT_UNIQUE' ||
     code === '23505'
   );
+}
+
+/**
+ * The columns of the unique key a failed write collided with, as each engine names them
+ * (`UNIQUE constraint failed: plants.id`, `Key (id)=(42) already exists.`); undefined when
+ * the error is not a unique violation.
+ */
+export function uniqueKeyColumnsOf(error: unknown): string[] | undefined {
+  if (!isUniqueViolation(error)) return undefined;
+  const cause = driverErrorOf(error) as { message?: string; detail?: string };
+  const sqlite = /constraint failed: (.+)$/.exec(cause.message ?? '');
+  if (sqlite) {
+    return sqlite[1].split(', ').map((column) => column.replace(/^.*\./, ''));
+  }
+  const postgres = /^Key \((.+?)\)=/.exec(cause.detail ?? '');
+  return postgres
+    ? postgres[1].split(', ').map((column) => column.replace(/"/g, ''))
+    : [];
+}
+
+/** `WebhookSubscription` as a reader says it: `webhook subscription`. */
+function nounOf(entityName: string): string {
+  return entityName.replace(/(?<=[a-z0-9])(?=[A-Z])/g, ' ').toLowerCase();
+}
+
+/** A write that would have taken a unique key another row holds; the request's fault. */
+export class DuplicateKeyError extends Error {
+  override readonly name = 'DuplicateKeyError';
+
+  constructor(
+    entityName: string,
+    key: [column: string, value: unknown][],
+    cause: unknown,
+  ) {
+    const described = key
+      .map(([column, value]) => `${column} ${String(value)}`)
+      .join(' and ');
+    const noun = nounOf(entityName);
+    const article = /^[aeiou]/.test(noun) ? 'an' : 'a';
+    super(`${article} ${noun} with ${described} already exists`, {
+      cause,
+    });
+  }
+}
+
+/**
+ * What a database error says about the request that caused it, when it is the request's
+ * fault: the one place that maps them to 400, so that no module turns a duplicate key or a
+ * text PostgreSQL cannot hold into a 500 (docs/decisions.md, "Status codes").
+ */
+export function describeRequestProblem(error: unknown): string | undefined {
+  if (error instanceof DuplicateKeyError) return error.message;
+  const columns = uniqueKeyColumnsOf(error);
+  if (columns) {
+    return columns.length > 0
+      ? `a record with this ${columns.join(' and ')} already exists`
+      : 'a record with the same key already exists';
+  }
+  if (isUnstorableText(error)) {
+    return 'text values must not contain the character U+0000, which the PostgreSQL database of this service cannot hold';
+  }
+  return undefined;
 }
 
 const UNAVAILABLE_SQLITE_CODES =

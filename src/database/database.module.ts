@@ -5,15 +5,23 @@ import {
   createDataSourceOptions,
   ensureDatabaseFolder,
 } from './data-source-options';
+import { PortableDataSource } from './portable-data-source';
 
+/** The one DataSource; each feature module brings its entities with TypeOrmModule.forFeature. */
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [databaseConfig.KEY],
       useFactory: (config: DatabaseConfig) => {
         ensureDatabaseFolder(config);
-        return { ...createDataSourceOptions(config), retryAttempts: 0 };
+        return {
+          ...createDataSourceOptions(config),
+          autoLoadEntities: true,
+          retryAttempts: 0,
+        };
       },
+      dataSourceFactory: (options) =>
+        Promise.resolve(new PortableDataSource(options!)),
     }),
   ],
 })

@@ -12,12 +12,10 @@ import {
 } from '@nestjs/swagger';
 import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
-import { ApiServiceErrorResponses } from '../common/errors/api-error-responses.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { HealthStatusDto } from './dto/health-status.dto';
 
 @ApiTags('health')
-@ApiServiceErrorResponses()
 @Public()
 @Controller('health')
 export class HealthController {

@@ -1,14 +1,47 @@
 import type { INestApplication } from '@nestjs/common';
 import {
   DocumentBuilder,
+  getSchemaPath,
   SwaggerModule,
   type OpenAPIObject,
 } from '@nestjs/swagger';
+import { ErrorBody } from '../common/errors/error-body.dto';
 import type { AppConfig } from '../config/app.config';
+import { EVENTS } from '../events/events';
+import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
 
 export const BEARER_AUTH = 'bearerAuth';
 
-/** The service's OpenAPI 3.1 document, generated from its controllers and DTOs. */
+/**
+ * The failures any operation can meet, declared once for the whole document (docs/decisions.md,
+ * "Status codes"). 401 and 403 come with @RequireScopes, on the operations that need a token.
+ */
+const SERVICE_ERROR_RESPONSES = [
+  {
+    status: 429,
+    description:
+      'Rate limit hit (per token, or per client address without one); retry after Retry-After seconds',
+    type: ErrorBody,
+    headers: {
+      'Retry-After': {
+        description: 'Seconds until the limit lets requests through again',
+        schema: { type: 'integer' as const },
+      },
+    },
+  },
+  {
+    status: 500,
+    description: 'A fault of the service itself',
+    type: ErrorBody,
+  },
+  {
+    status: 503,
+    description: 'The database is unavailable',
+    type: ErrorBody,
+  },
+];
+
+/** The service's OpenAPI 3.1 document, generated from its controllers, DTOs and events. */
 export function buildOpenApiDocument(
   app: INestApplication,
   config: AppConfig,
@@ -31,16 +64,19 @@ export function buildOpenApiDocument(
           'An API token (pst_...) issued by `node dist/cli.js tokens create`',
       })
       .addSecurityRequirements(BEARER_AUTH)
+      .addGlobalResponse(...SERVICE_ERROR_RESPONSES)
       .addTag('plants', 'Plants in the store')
+      .addTag('webhooks', 'Subscriptions to the events the service publishes')
       .addTag('health', 'Liveness and readiness probes')
       .build(),
+    { extraModels: EVENTS.map(({ payload }) => payload) },
   );
   // OpenAPI 3.1 names a license by its SPDX identifier; DocumentBuilder only knows name and url
   document.info.license = {
     name: 'MIT',
     identifier: 'MIT',
   } as typeof document.info.license;
-  addPlantAddedWebhook(document);
+  addWebhooks(document);
   return document;
 }
 
@@ -60,43 +96,54 @@ const WEBHOOK_HEADERS = [
 ] as const;
 
 /**
- * @nestjs/swagger has no decorator for OpenAPI 3.1 webhooks, so the plant-added webhook is
- * added after generation, from the NewPlant schema the generated document already holds.
+ * @nestjs/swagger has no decorator for OpenAPI 3.1 webhooks, so every event of the catalogue
+ * (events.ts) is added after generation, with the schema of its payload DTO.
  */
-function addPlantAddedWebhook(document: OpenAPIObject): void {
-  document.webhooks = {
-    '/plant/webhook': {
-      post: {
-        operationId: 'plantAdded',
-        summary: 'A plant was added to the store',
-        description:
-          'Sent to every subscription (`node dist/cli.js webhooks add --url URL`) after a plant is added, following the Standard Webhooks specification. Any 2xx answer acknowledges it; anything else is retried with exponential backoff.',
-        parameters: WEBHOOK_HEADERS.map(([name, description]) => ({
-          name,
-          in: 'header' as const,
-          required: true,
-          description,
-          schema: { type: 'string' as const },
-        })),
-        requestBody: {
-          description: 'Information about a new plant in the system',
-          required: true,
-          content: {
-            'application/json': {
-              schema: { $ref: '#/components/schemas/NewPlant' },
+function addWebhooks(document: OpenAPIObject): void {
+  document.webhooks = Object.fromEntries(
+    EVENTS.map((event) => [
+      event.webhookName,
+      {
+        post: {
+          operationId: event.operationId,
+          summary: event.summary,
+          description: `${event.description} Sent to every subscription that receives ${event.type} (\`POST /webhooks/subscriptions\`, or \`node dist/cli.js webhooks add\`), following the Standard Webhooks specification. Any 2xx answer acknowledges it; anything else is retried with exponential backoff.`,
+          parameters: [
+            ...WEBHOOK_HEADERS.map(([name, description]) => ({
+              name,
+              description,
+              schema: { type: 'string' as const },
+            })),
+            {
+              name: EVENT_TYPE_HEADER,
+              description: `The event type, always \`${event.type}\` here. The body does not say it, and the signature does not cover it: see the webhook-id.`,
+              schema: { type: 'string' as const, const: event.type },
+            },
+          ].map((parameter) => ({
+            ...parameter,
+            in: 'header' as const,
+            required: true,
+          })),
+          requestBody: {
+            description: event.payloadDescription,
+            required: true,
+            content: {
+              'application/json': {
+                schema: { $ref: getSchemaPath(event.payload) },
+              },
             },
           },
-        },
-        responses: {
-          '200': {
-            description:
-              'Return a 200 status to indicate that the data was received successfully',
+          responses: {
+            '200': {
+              description:
+                'Return a 200 status to indicate that the data was received successfully',
+            },
           },
+          security: [],
         },
-        security: [],
       },
-    },
-  };
+    ]),
+  );
 }
 
 /** Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public. */

@@ -1,12 +1,12 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { bigintTransformer } from '../database/column-transformers';
+import { Column, Entity, Index } from 'typeorm';
+import { Int64PrimaryColumn } from '../database/columns';
 
 // keyset pages filtered by tag scan this index from the cursor on
 @Index('IDX_plants_tag_id', ['tag', 'id'])
 @Entity('plants')
 export class Plant {
   /** Supplied by the client; a true int64. */
-  @PrimaryColumn({ type: 'bigint', transformer: bigintTransformer })
+  @Int64PrimaryColumn()
   id!: bigint;
 
   @Column({ type: 'text' })

@@ -6,7 +6,6 @@ import {
   HttpCode,
   HttpStatus,
   Inject,
-  Param,
   Post,
   Query,
   Res,
@@ -18,28 +17,23 @@ import {
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
-  ApiParam,
   ApiTags,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
-import { ApiServiceErrorResponses } from '../common/errors/api-error-responses.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
-import { ParseInt64Pipe } from '../common/validation/parse-int64.pipe';
+import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { ListPlantsQueryDto } from './dto/list-plants-query.dto';
 import { PlantDto } from './dto/plant.dto';
+import type { Plant } from './plant.entity';
 import { PlantsService } from './plants.service';
 
-const ID_PARAMETER = {
-  name: 'id',
-  description: 'Identification number of the plant',
-  schema: { type: 'integer', format: 'int64' },
-} as const;
+const PLANT_ID = 'Identification number of the plant';
 
 @ApiTags('plants')
-@ApiServiceErrorResponses()
+// the spec's words for the 400 of every plant operation
 @ApiBadRequestResponse({ description: 'unexpected error', type: ErrorBody })
 @Controller('plants')
 export class PlantsController {
@@ -69,7 +63,7 @@ export class PlantsController {
   async findAll(
     @Query() query: ListPlantsQueryDto,
     @Res({ passthrough: true }) response: Response,
-  ): Promise<PlantDto[]> {
+  ): Promise<Plant[]> {
     const { plants, hasMore } = await this.plantsService.list(query);
     if (hasMore) {
       const next = new URLSearchParams({ limit: String(query.limit) });
@@ -80,7 +74,7 @@ export class PlantsController {
         `<${this.config.publicBaseUrl}/plants?${next.toString()}>; rel="next"`,
       );
     }
-    return plants.map((plant) => PlantDto.fromEntity(plant));
+    return plants;
   }
 
   @Post()
@@ -96,8 +90,8 @@ export class PlantsController {
     required: true,
   })
   @ApiOkResponse({ description: 'plant response', type: PlantDto })
-  async create(@Body() newPlant: CreatePlantDto): Promise<PlantDto> {
-    return PlantDto.fromEntity(await this.plantsService.create(newPlant));
+  create(@Body() newPlant: CreatePlantDto): Promise<Plant> {
+    return this.plantsService.create(newPlant);
   }
 
   @Get(':id')
@@ -106,13 +100,10 @@ export class PlantsController {
     operationId: 'findPlantById',
     summary: 'Returns the plant with this id',
   })
-  @ApiParam(ID_PARAMETER)
   @ApiOkResponse({ description: 'plant response', type: PlantDto })
   @ApiNotFoundResponse({ description: 'no plant has this id', type: ErrorBody })
-  async findOne(
-    @Param('id', new ParseInt64Pipe()) id: bigint,
-  ): Promise<PlantDto> {
-    return PlantDto.fromEntity(await this.plantsService.findOne(id));
+  findOne(@Int64Param('id', PLANT_ID) id: bigint): Promise<Plant> {
+    return this.plantsService.findOne(id);
   }
 
   @Delete(':id')
@@ -122,10 +113,9 @@ export class PlantsController {
     operationId: 'deletePlant',
     summary: 'Deletes the plant with this id',
   })
-  @ApiParam(ID_PARAMETER)
   @ApiNoContentResponse({ description: 'plant deleted' })
   @ApiNotFoundResponse({ description: 'no plant has this id', type: ErrorBody })
-  async remove(@Param('id', new ParseInt64Pipe()) id: bigint): Promise<void> {
+  async remove(@Int64Param('id', PLANT_ID) id: bigint): Promise<void> {
     await this.plantsService.remove(id);
   }
 }

@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { Plant } from './plant.entity';
 import { PlantsController } from './plants.controller';
-import { plantsRepositoryProvider } from './plants-repository.provider';
+import { PlantsRepository } from './plants.repository';
 import { PlantsService } from './plants.service';
 
 @Module({
+  imports: [TypeOrmModule.forFeature([Plant])],
   controllers: [PlantsController],
-  providers: [plantsRepositoryProvider, PlantsService],
+  providers: [PlantsRepository, PlantsService],
 })
 export class PlantsModule {}

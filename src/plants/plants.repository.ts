@@ -1,4 +1,8 @@
-import type { Plant } from './plant.entity';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { EntitySql } from '../database/entity-sql';
+import { Plant } from './plant.entity';
 
 export interface PlantPageQuery {
   limit: number;
@@ -7,40 +11,20 @@ export interface PlantPageQuery {
 }
 
 /**
- * The SQL of the plant store's hot paths, one implementation per database engine
- * (plants-repository.provider.ts picks one). They run prepared statements on the driver's own
- * connection or pool: TypeORM's query runner around each statement (statement cache, logger,
- * subscriber broadcasts) cost about 5 % of a request (bench/README.md). TypeORM still owns the
- * schema, the migrations and the connection.
- */
-export abstract class PlantsRepository {
-  /** Throws the driver's unique violation when the id is taken. */
-  abstract insert(plant: Plant): Promise<void>;
-
-  abstract findById(id: bigint): Promise<Plant | undefined>;
-
-  /** Up to `limit` plants after `after` in id order, optionally with exactly `tag`. */
-  abstract page(query: PlantPageQuery): Promise<Plant[]>;
-
-  /** @returns whether a plant was deleted */
-  abstract deleteById(id: bigint): Promise<boolean>;
-}
-
-/**
  * The page query for each combination of filters, written out rather than built per request so
- * that each one is prepared once and keeps its index plan (an `? IS NULL OR id > ?` condition
- * would hide the id range from the planner). `placeholder(n)` spells the driver's n-th
- * parameter; the parameters are, in order, those of the conditions, then the limit.
+ * that each one keeps its index plan (an `? IS NULL OR id > ?` condition would hide the id range
+ * from the planner). `parameter(n)` spells the driver's n-th placeholder; the parameters are,
+ * in order, those of the conditions, then the limit.
  */
-export function pageStatements(placeholder: (position: number) => string) {
+export function pageStatements(parameter: (position: number) => string) {
   const statement = (conditions: string[]) => {
     const where = conditions
-      .map((condition, index) => `${condition} ${placeholder(index + 1)}`)
+      .map((condition, index) => `${condition} ${parameter(index + 1)}`)
       .join(' AND ');
     return (
       'SELECT id, name, tag FROM plants ' +
       (where ? `WHERE ${where} ` : '') +
-      `ORDER BY id LIMIT ${placeholder(conditions.length + 1)}`
+      `ORDER BY id LIMIT ${parameter(conditions.length + 1)}`
     );
   };
   return {
@@ -51,29 +35,49 @@ export function pageStatements(placeholder: (position: number) => string) {
   };
 }
 
-export type PageVariant = keyof ReturnType<typeof pageStatements>;
+/**
+ * The plants table. Every request of the API touches it, so its statements are written by hand
+ * (EntitySql) rather than built by TypeORM's query builder on each call; the text is the same
+ * for both engines.
+ */
+@Injectable()
+export class PlantsRepository {
+  private readonly sql: EntitySql<Plant>;
+  private readonly find: string;
+  private readonly delete: string;
+  private readonly pages: ReturnType<typeof pageStatements>;
 
-/** Every plant statement, spelt once for all engines; `placeholder` as in `pageStatements`. */
-export function plantStatements(placeholder: (position: number) => string) {
-  return {
-    insert: `INSERT INTO plants (id, name, tag) VALUES (${placeholder(1)}, ${placeholder(2)}, ${placeholder(3)})`,
-    find: `SELECT id, name, tag FROM plants WHERE id = ${placeholder(1)}`,
-    delete: `DELETE FROM plants WHERE id = ${placeholder(1)}`,
-    pages: pageStatements(placeholder),
-  };
-}
-
-/** The statement of `pageStatements` a query needs, with its parameters in order. */
-export function choosePageStatement<T>(
-  statements: Record<PageVariant, T>,
-  { limit, tag, after }: PlantPageQuery,
-): [T, unknown[]] {
-  if (tag === undefined) {
-    return after === undefined
-      ? [statements.all, [limit]]
-      : [statements.after, [after, limit]];
+  constructor(@InjectDataSource() dataSource: DataSource) {
+    this.sql = new EntitySql(dataSource, Plant);
+    const $ = this.sql.parameter;
+    this.find = `SELECT id, name, tag FROM plants WHERE id = ${$(1)}`;
+    this.delete = `DELETE FROM plants WHERE id = ${$(1)}`;
+    this.pages = pageStatements($);
   }
-  return after === undefined
-    ? [statements.tagged, [tag, limit]]
-    : [statements.taggedAfter, [tag, after, limit]];
+
+  /** Rejects with a DuplicateKeyError when the id is taken. */
+  insert(plant: Plant): Promise<void> {
+    return this.sql.insert(plant);
+  }
+
+  findById(id: bigint): Promise<Plant | undefined> {
+    return this.sql.selectOne(this.find, [id]);
+  }
+
+  /** Up to `limit` plants after `after` in id order, optionally with exactly `tag`. */
+  page({ limit, tag, after }: PlantPageQuery): Promise<Plant[]> {
+    if (tag === undefined) {
+      return after === undefined
+        ? this.sql.select(this.pages.all, [limit])
+        : this.sql.select(this.pages.after, [after, limit]);
+    }
+    return after === undefined
+      ? this.sql.select(this.pages.tagged, [tag, limit])
+      : this.sql.select(this.pages.taggedAfter, [tag, after, limit]);
+  }
+
+  /** @returns whether a plant was deleted */
+  async deleteById(id: bigint): Promise<boolean> {
+    return (await this.sql.execute(this.delete, [id])) > 0;
+  }
 }

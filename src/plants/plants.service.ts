@@ -1,15 +1,7 @@
-import {
-  BadRequestException,
-  Injectable,
-  NotFoundException,
-} from '@nestjs/common';
-import {
-  isUniqueViolation,
-  isUnstorableText,
-} from '../database/database-errors';
+import { Injectable, NotFoundException } from '@nestjs/common';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
-import { PlantsRepository } from './plants.repository';
+import { PlantsRepository, type PlantPageQuery } from './plants.repository';
 
 export interface PlantPage {
   plants: Plant[];
@@ -22,44 +14,25 @@ export class PlantsService {
   constructor(private readonly plants: PlantsRepository) {}
 
   /**
-   * Stores a new plant; the database's primary key, not a read before the write, decides
-   * between concurrent creates of one id (D7).
+   * Stores a new plant. The database's primary key, not a read before the write, decides
+   * between concurrent creates of one id (docs/decisions.md, "Duplicate ids"); the plant.added
+   * event is written by the same statement.
    */
   async create({ id, name, tag }: CreatePlantDto): Promise<Plant> {
     const plant = Object.assign(new Plant(), { id, name, tag: tag ?? null });
-    try {
-      await this.plants.insert(plant);
-    } catch (error) {
-      if (isUniqueViolation(error)) {
-        throw new BadRequestException(`a plant with id ${id} already exists`);
-      }
-      if (isUnstorableText(error)) {
-        throw new BadRequestException(
-          'name and tag must not contain the character U+0000, which this PostgreSQL-backed store cannot keep',
-        );
-      }
-      throw error;
-    }
+    await this.plants.insert(plant);
     return plant;
   }
 
   /** Keyset pagination: an index range scan from `after`, whatever the table's size. */
-  async list(options: {
-    limit: number;
-    tag?: string;
-    after?: bigint;
-  }): Promise<PlantPage> {
-    let plants: Plant[];
-    try {
-      plants = await this.plants.page({ ...options, limit: options.limit + 1 });
-    } catch (error) {
-      // PostgreSQL cannot compare text holding U+0000; no stored tag holds one there
-      if (isUnstorableText(error)) return { plants: [], hasMore: false };
-      throw error;
-    }
+  async list(query: PlantPageQuery): Promise<PlantPage> {
+    const plants = await this.plants.page({
+      ...query,
+      limit: query.limit + 1,
+    });
     return {
-      plants: plants.slice(0, options.limit),
-      hasMore: plants.length > options.limit,
+      plants: plants.slice(0, query.limit),
+      hasMore: plants.length > query.limit,
     };
   }
 
@@ -69,6 +42,7 @@ export class PlantsService {
     return plant;
   }
 
+  /** Deletes a plant; the plant.deleted event is written by the same statement. */
   async remove(id: bigint): Promise<void> {
     if (!(await this.plants.deleteById(id))) throw plantNotFound(id);
   }

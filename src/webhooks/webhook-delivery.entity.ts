@@ -1,19 +1,18 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import {
-  bigintTransformer,
-  smallIntegerTransformer,
-} from '../database/column-transformers';
+import { SmallIntegerColumn } from '../database/columns';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 
 /**
- * The transactional outbox: one row per subscription for each plant added. The rows are
- * written by the `plants_enqueue_webhook_deliveries` trigger (see the Webhooks migration) in
- * the very statement that inserts the plant, so a create that fails writes none and a create
- * that was acknowledged has them even if the process dies the next instant.
+ * One event for one subscription, and the state of its delivery. The rows are written by the
+ * `events_enqueue_webhook_deliveries` trigger (see the EventOutbox migration) in the statement
+ * that writes the event, itself written by the statement that made the change: a change that
+ * fails writes none, and a change that was acknowledged has them even if the process dies the
+ * next instant.
  */
 @Entity('webhook_deliveries')
 @Index('IDX_webhook_deliveries_due', ['status', 'nextAttemptAt'])
+@Index('IDX_webhook_deliveries_subscription', ['subscriptionId', 'createdAt'])
 export class WebhookDelivery {
   /** The Standard Webhooks `webhook-id`, the same on every attempt. */
   @PrimaryColumn({ type: 'varchar', length: 40 })
@@ -22,39 +21,29 @@ export class WebhookDelivery {
   @Column({ name: 'subscription_id', type: 'varchar', length: 36 })
   subscriptionId!: string;
 
-  @Column({ name: 'plant_id', type: 'bigint', transformer: bigintTransformer })
-  plantId!: bigint;
-
-  @Column({ name: 'plant_name', type: 'text' })
-  plantName!: string;
-
-  @Column({ name: 'plant_tag', type: 'text', nullable: true })
-  plantTag!: string | null;
+  /** The outbox row this delivery sends. */
+  @Column({ name: 'event_id', type: 'varchar', length: 36 })
+  eventId!: string;
 
   @Column({ type: 'varchar', length: 16 })
   status!: DeliveryStatus;
 
-  @Column({ type: 'integer', transformer: smallIntegerTransformer })
+  @SmallIntegerColumn()
   attempts!: number;
 
-  @Column({ name: 'next_attempt_at' })
+  @Column({ name: 'next_attempt_at', type: Date })
   nextAttemptAt!: Date;
 
   @Column({ name: 'last_attempt_at', type: Date, nullable: true })
   lastAttemptAt!: Date | null;
 
-  @Column({
-    name: 'last_status_code',
-    type: 'integer',
-    nullable: true,
-    transformer: smallIntegerTransformer,
-  })
+  @SmallIntegerColumn({ name: 'last_status_code', nullable: true })
   lastStatusCode!: number | null;
 
   @Column({ name: 'last_error', type: 'text', nullable: true })
   lastError!: string | null;
 
-  @Column({ name: 'created_at' })
+  @Column({ name: 'created_at', type: Date })
   createdAt!: Date;
 
   /**

@@ -7,8 +7,12 @@ import {
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, LessThan, LessThanOrEqual, Repository } from 'typeorm';
-import { stringifyLosslessJson } from '../common/json/lossless-json';
+import {
+  parseLosslessJson,
+  stringifyLosslessJson,
+} from '../common/json/lossless-json';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { OutboxEvent } from '../events/outbox-event.entity';
 import { nextAttemptAt } from './retry-schedule';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSender, type AttemptOutcome } from './webhook-sender';
@@ -23,21 +27,16 @@ const CONCURRENT_DELIVERIES = 8;
  */
 const CLAIM_MARGIN_MS = 2_000;
 
-/** The body of a delivery: the NewPlant that was added, with its exact int64 id. */
-export function deliveryBody({
-  plantId,
-  plantName,
-  plantTag,
-}: WebhookDelivery): string {
-  return stringifyLosslessJson(
-    plantTag === null
-      ? { id: plantId, name: plantName }
-      : { id: plantId, name: plantName, tag: plantTag },
-  );
+/**
+ * The body of a delivery: the event's payload written out in the service's own JSON, integers
+ * exact and absent fields left out, whatever spacing or escapes the database wrote it with.
+ */
+export function deliveryBody({ payload }: OutboxEvent): string {
+  return stringifyLosslessJson(parseLosslessJson(payload));
 }
 
 /**
- * Sends the outbox's pending deliveries: polls for due rows, sends each (same webhook-id on
+ * Sends the pending deliveries of the outbox's events: polls for due rows, sends each (same webhook-id on
  * every attempt), records the outcome and schedules retries. At-least-once: an attempt cut
  * short by shutdown or a crash leaves its row pending, to be sent again.
  */
@@ -55,6 +54,8 @@ export class WebhookDispatcher
     private readonly deliveries: Repository<WebhookDelivery>,
     @InjectRepository(WebhookSubscription)
     private readonly subscriptions: Repository<WebhookSubscription>,
+    @InjectRepository(OutboxEvent)
+    private readonly events: Repository<OutboxEvent>,
     private readonly sender: WebhookSender,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
@@ -139,7 +140,8 @@ export class WebhookDispatcher
       const subscription = await this.subscriptions.findOneBy({
         id: delivery.subscriptionId,
       });
-      if (!subscription || subscription.removedAt !== null) {
+      const event = await this.events.findOneBy({ id: delivery.eventId });
+      if (!subscription || subscription.removedAt !== null || !event) {
         await this.deliveries.update(
           { id: delivery.id, status: 'pending' },
           { status: 'cancelled' },
@@ -151,7 +153,8 @@ export class WebhookDispatcher
           url: subscription.url,
           secret: subscription.secret,
           id: delivery.id,
-          body: deliveryBody(delivery),
+          type: event.type,
+          body: deliveryBody(event),
         },
         this.shutdown.signal,
       );

@@ -12,8 +12,17 @@ export interface WebhookMessage {
   url: string;
   secret: string;
   id: string;
+  /** The event type, such as `plant.added`, sent as `webhook-event-type`. */
+  type: string;
   body: string;
 }
+
+/**
+ * Names the event of a delivery: bodies do not (plant.added keeps the upstream document's bare
+ * NewPlant). Standard Webhooks signs id, timestamp and body only; see docs/decisions.md,
+ * "Webhooks", for why an unsigned type header is safe for receivers that drop repeated ids.
+ */
+export const EVENT_TYPE_HEADER = 'webhook-event-type';
 
 export interface AttemptOutcome {
   delivered: boolean;
@@ -45,6 +54,7 @@ export class WebhookSender {
         'Content-Length': Buffer.byteLength(message.body),
         'User-Agent': 'plant-store-webhooks/1.0',
         'webhook-id': message.id,
+        [EVENT_TYPE_HEADER]: message.type,
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signWebhook(
           message.secret,

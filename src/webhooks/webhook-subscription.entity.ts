@@ -1,6 +1,19 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  PrimaryColumn,
+  type ValueTransformer,
+} from 'typeorm';
 
-/** A receiver of plant-added webhooks, managed with `node dist/cli.js webhooks`. */
+/** A list of event types as `a,b`; NULL for every type, those added later included. */
+const eventTypesTransformer: ValueTransformer = {
+  to: (types: string[] | null | undefined) =>
+    types === undefined ? undefined : (types?.join(',') ?? null),
+  from: (text: string | null) => (text === null ? null : text.split(',')),
+};
+
+/** A receiver of webhooks, managed over HTTP (/webhooks/subscriptions) or with the CLI. */
 @Entity('webhook_subscriptions')
 export class WebhookSubscription {
   /** A UUID made by the service. */
@@ -9,6 +22,15 @@ export class WebhookSubscription {
 
   @Column({ type: 'text' })
   url!: string;
+
+  /** The event types it receives; null for all of them. */
+  @Column({
+    name: 'event_types',
+    type: 'text',
+    nullable: true,
+    transformer: eventTypesTransformer,
+  })
+  eventTypes!: string[] | null;
 
   /**
    * `whsec_<base64>`. Kept in clear, unlike API tokens: signing needs the key itself, where

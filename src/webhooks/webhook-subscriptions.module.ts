@@ -1,13 +1,22 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { EventsModule } from '../events/events.module';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
+import { WebhookSubscriptionsController } from './webhook-subscriptions.controller';
 import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
 
-/** Subscriptions and their delivery records, for the command-line tool as well as the service. */
+/**
+ * Webhook subscriptions and their delivery records: the HTTP API, and the service the
+ * command-line tool uses too (an application context serves no controllers).
+ */
 @Module({
-  imports: [TypeOrmModule.forFeature([WebhookSubscription, WebhookDelivery])],
+  imports: [
+    TypeOrmModule.forFeature([WebhookSubscription, WebhookDelivery]),
+    EventsModule,
+  ],
+  controllers: [WebhookSubscriptionsController],
   providers: [WebhookSubscriptionsService],
-  exports: [WebhookSubscriptionsService, TypeOrmModule],
+  exports: [WebhookSubscriptionsService, TypeOrmModule, EventsModule],
 })
 export class WebhookSubscriptionsModule {}

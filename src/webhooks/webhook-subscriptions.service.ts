@@ -1,14 +1,34 @@
-import { BadRequestException, Inject, Injectable } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
+import {
+  BadRequestException,
+  Inject,
+  Injectable,
+  NotFoundException,
+} from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, Repository } from 'typeorm';
+import { randomUUID } from 'node:crypto';
+import { In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { EVENT_TYPES, isEventType } from '../events/events';
+import { OutboxEvent } from '../events/outbox-event.entity';
 import { describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { createSigningSecret } from './webhook-signature';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
-/** The operator's side of webhooks: subscriptions and the record of their deliveries. */
+export interface NewSubscription {
+  url: string;
+  /** The event types to receive; every type, those added later included, when absent. */
+  eventTypes?: string[];
+}
+
+/** A delivery with the type of the event it sends. */
+export type DeliveryRecord = WebhookDelivery & { eventType: string };
+
+/**
+ * Webhook subscriptions and the record of their deliveries, for the HTTP API
+ * (WebhookSubscriptionsController) and the operator's CLI alike. Each write is one statement
+ * through TypeORM's Repository (docs/adding-a-module.md, "Persistence").
+ */
 @Injectable()
 export class WebhookSubscriptionsService {
   constructor(
@@ -16,16 +36,34 @@ export class WebhookSubscriptionsService {
     private readonly subscriptions: Repository<WebhookSubscription>,
     @InjectRepository(WebhookDelivery)
     private readonly deliveries: Repository<WebhookDelivery>,
+    @InjectRepository(OutboxEvent)
+    private readonly events: Repository<OutboxEvent>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
-  /** Subscribes a URL to plant-added events; the returned secret is shown this once. */
-  async add(url: string): Promise<WebhookSubscription> {
+  /**
+   * Subscribes a URL; the returned secret is shown this once. A URL the dispatcher would
+   * refuse to call (a private address, unless allowed) is refused here, with 400.
+   */
+  async add({
+    url,
+    eventTypes,
+  }: NewSubscription): Promise<WebhookSubscription> {
     const problem = describeUrlProblem(url, this.config.allowPrivateNetworks);
     if (problem) throw new BadRequestException(problem);
+    if (eventTypes !== undefined) {
+      const unknown = eventTypes.filter((type) => !isEventType(type));
+      if (eventTypes.length === 0 || unknown.length > 0) {
+        throw new BadRequestException(
+          `events must name at least one of ${EVENT_TYPES.join(', ')}` +
+            (unknown.length > 0 ? `; unknown: ${unknown.join(', ')}` : ''),
+        );
+      }
+    }
     const subscription = this.subscriptions.create({
       id: randomUUID(),
       url,
+      eventTypes: eventTypes ? [...new Set(eventTypes)] : null,
       secret: createSigningSecret(),
       removedAt: null,
     });
@@ -36,28 +74,69 @@ export class WebhookSubscriptionsService {
   listActive(): Promise<WebhookSubscription[]> {
     return this.subscriptions.find({
       where: { removedAt: IsNull() },
-      order: { createdAt: 'ASC' },
+      order: { createdAt: 'ASC', id: 'ASC' },
     });
   }
 
-  /** Stops a subscription and cancels what it still had pending. */
-  async remove(id: string): Promise<boolean> {
+  /** An active subscription, or 404. */
+  async findActive(id: string): Promise<WebhookSubscription> {
+    const subscription = await this.subscriptions.findOneBy({
+      id,
+      removedAt: IsNull(),
+    });
+    if (!subscription) throw subscriptionNotFound(id);
+    return subscription;
+  }
+
+  /** Stops a subscription and cancels what it still had pending; 404 when none is active. */
+  async remove(id: string): Promise<void> {
     const { affected } = await this.subscriptions.update(
       { id, removedAt: IsNull() },
       { removedAt: new Date() },
     );
-    if (!affected) return false;
+    if (!affected) throw subscriptionNotFound(id);
     await this.deliveries.update(
       { subscriptionId: id, status: 'pending' },
       { status: 'cancelled' },
     );
-    return true;
   }
 
-  recentDeliveries(limit: number): Promise<WebhookDelivery[]> {
-    return this.deliveries.find({
-      order: { createdAt: 'DESC', id: 'ASC' },
-      take: limit,
-    });
+  /** The newest deliveries of one active subscription, newest first. */
+  async deliveriesOf(id: string, limit: number): Promise<DeliveryRecord[]> {
+    await this.findActive(id);
+    return this.withEventTypes(
+      await this.deliveries.find({
+        where: { subscriptionId: id },
+        order: { createdAt: 'DESC', id: 'ASC' },
+        take: limit,
+      }),
+    );
   }
+
+  /** The newest deliveries of every subscription, newest first (the CLI's view). */
+  async recentDeliveries(limit: number): Promise<DeliveryRecord[]> {
+    return this.withEventTypes(
+      await this.deliveries.find({
+        order: { createdAt: 'DESC', id: 'ASC' },
+        take: limit,
+      }),
+    );
+  }
+
+  private async withEventTypes(
+    deliveries: WebhookDelivery[],
+  ): Promise<DeliveryRecord[]> {
+    const events = await this.events.find({
+      select: { id: true, type: true },
+      where: { id: In(deliveries.map(({ eventId }) => eventId)) },
+    });
+    const types = new Map(events.map(({ id, type }) => [id, type]));
+    return deliveries.map((delivery) =>
+      Object.assign(delivery, { eventType: types.get(delivery.eventId) ?? '' }),
+    );
+  }
+}
+
+function subscriptionNotFound(id: string) {
+  return new NotFoundException(`no webhook subscription with id ${id} exists`);
 }

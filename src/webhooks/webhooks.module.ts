@@ -3,7 +3,7 @@ import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
 
-/** Plant-added webhooks: the service sends what the outbox holds. */
+/** Webhooks: subscriptions over HTTP, and the dispatcher that sends what the outbox holds. */
 @Module({
   imports: [WebhookSubscriptionsModule],
   providers: [WebhookSender, WebhookDispatcher],

@@ -28,7 +28,7 @@ const METHODS = [
   'trace',
 ];
 
-/** D1 lets the generated document add these Error responses to any operation. */
+/** docs/decisions.md ("Status codes") lets the generated document add these Error responses. */
 export const ALLOWED_EXTRA_STATUSES = [
   '401',
   '403',
@@ -38,7 +38,7 @@ export const ALLOWED_EXTRA_STATUSES = [
   '503',
 ];
 
-/** D6 lets responses carry the plant's id, optional and int64, beyond the spec's Plant. */
+/** Responses carry the plant's id, optional and int64, beyond the spec's Plant (docs/decisions.md). */
 const ALLOWED_EXTRA_RESPONSE_PROPERTIES: Record<string, NormalizedSchema> = {
   id: { type: 'integer', format: 'int64' },
 };
@@ -47,6 +47,8 @@ export interface NormalizedSchema {
   type?: string;
   format?: string;
   enum?: unknown[];
+  /** carried into the instantiated reference for redocly diff; not compared here */
+  minItems?: number;
   required?: string[];
   properties?: Record<string, NormalizedSchema>;
   items?: NormalizedSchema;
@@ -82,6 +84,7 @@ export function normalizeSchema(
   if (typeof node.type === 'string') own.type = node.type;
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
+  if (typeof node.minItems === 'number') own.minItems = node.minItems;
   if (Array.isArray(node.required)) own.required = node.required as string[];
   if (node.properties) {
     own.properties = Object.fromEntries(

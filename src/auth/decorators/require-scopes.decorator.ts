@@ -6,10 +6,12 @@ import type { Scope } from '../scopes';
 export const REQUIRED_SCOPES_KEY = 'requiredScopes';
 
 /**
- * A bearer token with these scopes is needed; bundles the guard's metadata and its docs. The
- * bearerAuth requirement itself is the OpenAPI document's global one, as the guard's is global.
+ * The route needs a live bearer token holding every one of these scopes: at least one, since
+ * "any valid token" is not an access rule (docs/adding-a-module.md, "Access"). Bundles the
+ * guard's metadata with the 401 and 403 answers it documents; the bearerAuth requirement
+ * itself is the OpenAPI document's global one, as the guard is global.
  */
-export function RequireScopes(...scopes: Scope[]) {
+export function RequireScopes(...scopes: [Scope, ...Scope[]]) {
   return applyDecorators(
     SetMetadata(REQUIRED_SCOPES_KEY, scopes),
     ApiUnauthorizedResponse({

@@ -6,6 +6,7 @@ import {
   NotFoundException,
 } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
+import { DuplicateKeyError } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import { AllExceptionsFilter, toErrorAnswer } from './all-exceptions.filter';
 
@@ -62,6 +63,74 @@ describe('toErrorAnswer', () => {
     ).toEqual({
       error: 503,
       message: 'the database is unavailable; try again later',
+    });
+  });
+
+  describe("database errors that are the request's fault, whichever module hit them", () => {
+    const failed = (error: object) =>
+      new QueryFailedError('INSERT INTO orders ...', [7], error as Error);
+
+    it('answers a DuplicateKeyError with 400 and its message, naming the entity and key', () => {
+      expect(
+        toErrorAnswer(new DuplicateKeyError('Plant', [['id', 42n]], null)).body,
+      ).toEqual({ error: 400, message: 'a plant with id 42 already exists' });
+      expect(
+        new DuplicateKeyError(
+          'OrderLine',
+          [
+            ['order_id', 7n],
+            ['line', 2],
+          ],
+          null,
+        ).message,
+      ).toBe('an order line with order_id 7 and line 2 already exists');
+    });
+
+    it.each([
+      [
+        'SQLite primary key',
+        {
+          code: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+          message: 'UNIQUE constraint failed: orders.id',
+        },
+        'a record with this id already exists',
+      ],
+      [
+        'SQLite unique index',
+        {
+          code: 'SQLITE_CONSTRAINT_UNIQUE',
+          message: 'UNIQUE constraint failed: orders.shop_id, orders.number',
+        },
+        'a record with this shop_id and number already exists',
+      ],
+      [
+        'PostgreSQL',
+        {
+          code: '23505',
+          message: 'duplicate key value violates unique constraint "x"',
+          detail: 'Key (number)=(7) already exists.',
+        },
+        'a record with this number already exists',
+      ],
+    ])(
+      'answers a raw unique violation (%s) with 400, never 500',
+      (_label, driverError, message) => {
+        expect(toErrorAnswer(failed(driverError)).body).toEqual({
+          error: 400,
+          message,
+        });
+      },
+    );
+
+    it('answers text PostgreSQL cannot hold (SQLSTATE 22021) with 400 naming U+0000', () => {
+      expect(
+        toErrorAnswer(
+          failed({ code: '22021', message: 'invalid byte sequence' }),
+        ).body,
+      ).toEqual({
+        error: 400,
+        message: expect.stringContaining('U+0000') as string,
+      });
     });
   });
 

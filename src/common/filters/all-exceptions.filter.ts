@@ -7,7 +7,10 @@ import {
   Logger,
 } from '@nestjs/common';
 import type { Response } from 'express';
-import { isDatabaseUnavailable } from '../../database/database-errors';
+import {
+  describeRequestProblem,
+  isDatabaseUnavailable,
+} from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import type { RequestWithId } from '../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
@@ -51,6 +54,10 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
       headers:
         exception instanceof HttpErrorWithHeaders ? exception.headers : {},
     };
+  }
+  const requestProblem = describeRequestProblem(exception);
+  if (requestProblem !== undefined) {
+    return answer(HttpStatus.BAD_REQUEST, requestProblem);
   }
   if (isDatabaseUnavailable(exception)) {
     return answer(

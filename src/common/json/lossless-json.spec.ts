@@ -39,6 +39,17 @@ describe('stringifyLosslessJson', () => {
     ).toBe('{"id":-9223372036854775808,"name":"x"}');
   });
 
+  it('leaves out members whose value is null, at every depth, and keeps nulls in arrays', () => {
+    expect(
+      stringifyLosslessJson({
+        id: 1n,
+        tag: null,
+        nested: { a: null, b: 'b' },
+        list: [null, 2n],
+      }),
+    ).toBe('{"id":1,"nested":{"b":"b"},"list":[null,2]}');
+  });
+
   it('escapes strings as JSON.stringify does', () => {
     const value = { name: 'a"b\\c\u0000\n' };
     expect(stringifyLosslessJson(value)).toBe(JSON.stringify(value));

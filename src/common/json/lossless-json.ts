@@ -16,7 +16,15 @@ export function parseLosslessJson(text: string): unknown {
   );
 }
 
-/** JSON.stringify that writes bigints as exact JSON numbers. */
+/** An absent optional field is left out, never written as null (docs/decisions.md, "name and tag"). */
+const omitNullMembers = (_key: string, value: unknown) =>
+  value === null ? undefined : value;
+
+/**
+ * JSON.stringify that writes bigints as exact JSON numbers and leaves out object members whose
+ * value is null: the one place where absent fields are dropped from every answer and every
+ * webhook body. (In an array, null stays null, as in JSON.stringify.)
+ */
 export function stringifyLosslessJson(value: unknown): string {
-  return stringify(value) ?? '';
+  return stringify(value, omitNullMembers) ?? '';
 }

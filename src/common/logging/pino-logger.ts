@@ -11,7 +11,10 @@ export interface RequestWithId extends Request {
   id?: string;
 }
 
-/** Structured JSON logs (pino). Nothing here ever logs headers, so tokens never reach them (D9). */
+/**
+ * Structured JSON logs (pino). Nothing here ever logs headers, so tokens never reach them
+ * (docs/decisions.md, "Authentication").
+ */
 export function createRootLogger(config: AppConfig): Pino {
   return pino(
     { level: config.logLevel },
@@ -23,8 +26,8 @@ export function createRootLogger(config: AppConfig): Pino {
 /**
  * One access-log line per request with its request id: the caller's X-Request-Id when it is
  * sane, a fresh UUID otherwise, echoed back in the answer. Written by hand rather than with
- * pino-http or nestjs-pino: a child logger per request and AsyncLocalStorage cost more than
- * half of a trivial request's time (bench/README.md).
+ * pino-http or nestjs-pino, whose child logger per request and AsyncLocalStorage weighed more
+ * than the rest of a trivial request (figures in bench/README.md).
  */
 export function createRequestLogger(logger: Pino) {
   return function logRequest(

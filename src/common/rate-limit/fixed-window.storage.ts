@@ -11,8 +11,8 @@ type StorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
 /**
  * In-memory rate-limit counters in fixed windows: O(1) a request. @nestjs/throttler's own
- * memory storage keeps every hit's timestamp and filters them all on each request, which made a
- * 60 s window at a few thousand requests a second cost more than the request (bench/README.md).
+ * memory storage keeps every hit's timestamp and filters them all on each request, so its cost
+ * grows with the traffic of the window (figures in bench/README.md).
  */
 export class FixedWindowStorage implements ThrottlerStorage, OnModuleDestroy {
   private readonly counters = new Map<string, Counter>();

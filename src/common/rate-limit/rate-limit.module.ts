@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { appConfig, type AppConfig } from '../../config/app.config';
@@ -7,9 +6,10 @@ import { FixedWindowStorage } from './fixed-window.storage';
 import { RateLimitGuard } from './rate-limit.guard';
 
 /**
- * Request rate limits, per token and per client address (RateLimitGuard), kept in the
- * throttler's storage (Redis when REDIS_URL is set, fixed windows in memory otherwise), which
- * BearerGuard also uses to count rejected tokens.
+ * Request rate limits, per token and per client address (RateLimitGuard, installed as the
+ * first global guard in app.module.ts), kept in the throttler's storage (Redis when REDIS_URL
+ * is set, fixed windows in memory otherwise), which BearerGuard also uses to count rejected
+ * tokens.
  */
 @Module({
   imports: [
@@ -35,6 +35,7 @@ import { RateLimitGuard } from './rate-limit.guard';
       }),
     }),
   ],
-  providers: [{ provide: APP_GUARD, useClass: RateLimitGuard }],
+  providers: [RateLimitGuard],
+  exports: [RateLimitGuard],
 })
 export class RateLimitModule {}

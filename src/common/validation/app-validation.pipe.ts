@@ -24,7 +24,8 @@ function describeJsonType(value: unknown): string {
 
 /**
  * The global pipe: a body must be a JSON object, and DTO failures become one 400 whose message
- * names every field that is wrong (D2). Extra properties are dropped, not echoed (D5).
+ * names every field that is wrong (docs/decisions.md, "The Error object"). Extra properties
+ * are dropped, not echoed ("Unknown properties").
  */
 @Injectable()
 export class AppValidationPipe extends ValidationPipe {

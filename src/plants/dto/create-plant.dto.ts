@@ -1,13 +1,13 @@
-import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { ApiSchema } from '@nestjs/swagger';
 import { ValidateIf } from 'class-validator';
-import { IsInt64, IsUnicodeString } from '../../common/validation/validators';
+import { Int64Property } from '../../common/validation/int64.decorators';
+import { IsUnicodeString } from '../../common/validation/validators';
 
 /** The spec's NewPlant: a Plant plus the id the client chooses. */
 @ApiSchema({ name: 'NewPlant' })
 export class CreatePlantDto {
   /** Identification number of the plant */
-  @ApiProperty({ type: 'integer', format: 'int64' })
-  @IsInt64()
+  @Int64Property()
   id!: bigint;
 
   /** The name of the plant */
@@ -15,7 +15,7 @@ export class CreatePlantDto {
   name!: string;
 
   /** Tag that specifies the type of plant */
-  // absent is fine, null is not a string (D4)
+  // absent is fine, null is not a string (docs/decisions.md, "name and tag")
   @ValidateIf((plant: CreatePlantDto) => plant.tag !== undefined)
   @IsUnicodeString()
   tag?: string;

@@ -1,11 +1,15 @@
-import { ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import type { Plant } from '../plant.entity';
+import { ApiSchema } from '@nestjs/swagger';
+import { Int64Property } from '../../common/validation/int64.decorators';
 
-/** The spec's Plant, with the optional int64 id the service adds (D6). */
+/**
+ * The spec's Plant, with the optional int64 id the service adds (docs/decisions.md, "What a
+ * successful create returns"). Answers are the stored Plant entity; a plant without a tag has
+ * no tag key, as the JSON writer leaves out every absent field.
+ */
 @ApiSchema({ name: 'Plant' })
 export class PlantDto {
   /** Identification number of the plant */
-  @ApiPropertyOptional({ type: 'integer', format: 'int64' })
+  @Int64Property({ optional: true })
   id?: bigint;
 
   /** The name of the plant */
@@ -13,9 +17,4 @@ export class PlantDto {
 
   /** Tag that specifies the type of plant */
   tag?: string;
-
-  /** A plant stored without a tag has no tag key at all, never `"tag": null` (D4). */
-  static fromEntity({ id, name, tag }: Plant): PlantDto {
-    return tag === null ? { id, name } : { id, name, tag };
-  }
 }

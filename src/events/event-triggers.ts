@@ -1,0 +1,80 @@
+import type { QueryRunner } from 'typeorm';
+
+/** A change to a table that publishes an event of the catalogue (events.ts). */
+export interface EventTrigger {
+  /** The event type, such as `plant.added`. */
+  type: string;
+  table: string;
+  /** INSERT publishes the new row, DELETE the row as it was. */
+  on: 'INSERT' | 'DELETE';
+  /** The payload's fields in order, each a JSON key and the column it is read from. */
+  fields: Record<string, string>;
+}
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+function triggerName({ table, type }: EventTrigger): string {
+  return `${table}_publish_${type.replace(/[^a-z0-9]+/gi, '_')}`;
+}
+
+/** `'key', NEW."column", ...` for json_object / json_build_object. */
+function payloadArguments({ on, fields }: EventTrigger): string {
+  const row = on === 'INSERT' ? 'NEW' : 'OLD';
+  return Object.entries(fields)
+    .map(([key, column]) => `${literal(key)}, ${row}.${quote(column)}`)
+    .join(', ');
+}
+
+function isPostgres(queryRunner: QueryRunner): boolean {
+  return queryRunner.connection.driver.options.type === 'postgres';
+}
+
+/**
+ * Makes every such change write its event into the outbox in the same statement, so the event
+ * is committed exactly when the change is, on SQLite's one shared connection as on PostgreSQL.
+ * The payload is built by the database as a JSON object; integers keep every digit, and the
+ * service writes it out again in its own canonical form when it delivers it.
+ */
+export async function createEventTrigger(
+  queryRunner: QueryRunner,
+  trigger: EventTrigger,
+): Promise<void> {
+  const name = quote(triggerName(trigger));
+  const table = quote(trigger.table);
+  const type = literal(trigger.type);
+  if (isPostgres(queryRunner)) {
+    await queryRunner.query(
+      `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO "events" ("id", "type", "payload", "created_at")
+         VALUES ('evt_' || replace(gen_random_uuid()::text, '-', ''), ${type}, json_build_object(${payloadArguments(trigger)})::text, now());
+         RETURN NULL;
+       END $$`,
+    );
+    await queryRunner.query(
+      `CREATE TRIGGER ${name} AFTER ${trigger.on} ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+    );
+    return;
+  }
+  await queryRunner.query(
+    `CREATE TRIGGER ${name} AFTER ${trigger.on} ON ${table} FOR EACH ROW
+     BEGIN
+       INSERT INTO "events" ("id", "type", "payload", "created_at")
+       VALUES ('evt_' || lower(hex(randomblob(16))), ${type}, json_object(${payloadArguments(trigger)}), strftime('%Y-%m-%d %H:%M:%f', 'now'));
+     END`,
+  );
+}
+
+export async function dropEventTrigger(
+  queryRunner: QueryRunner,
+  trigger: EventTrigger,
+): Promise<void> {
+  const name = quote(triggerName(trigger));
+  if (isPostgres(queryRunner)) {
+    await queryRunner.query(`DROP TRIGGER ${name} ON ${quote(trigger.table)}`);
+    await queryRunner.query(`DROP FUNCTION ${name}()`);
+    return;
+  }
+  await queryRunner.query(`DROP TRIGGER ${name}`);
+}

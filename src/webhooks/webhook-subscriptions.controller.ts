@@ -1,0 +1,145 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  HttpStatus,
+  Post,
+  Query,
+} from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
+import { ErrorBody } from '../common/errors/error-body.dto';
+import { UuidParam } from '../common/validation/uuid-param.decorator';
+import { CreateWebhookSubscriptionDto } from './dto/create-webhook-subscription.dto';
+import { ListDeliveriesQueryDto } from './dto/list-deliveries-query.dto';
+import { WebhookDeliveryDto } from './dto/webhook-delivery.dto';
+import {
+  CreatedWebhookSubscriptionDto,
+  WebhookSubscriptionDto,
+} from './dto/webhook-subscription.dto';
+import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
+
+const SUBSCRIPTION_ID = 'The subscription id, as its creation returned it';
+const NOT_FOUND = {
+  description: 'No active subscription has this id',
+  type: ErrorBody,
+};
+const BAD_ID = { description: 'The id is not a UUID', type: ErrorBody };
+
+/**
+ * Webhook subscriptions over HTTP, for operators who run the service where no shell reaches
+ * it; the CLI (`webhooks add|list|remove|deliveries`) does the same through the same service.
+ * The model for a new module: docs/adding-a-module.md.
+ */
+@ApiTags('webhooks')
+@RequireScopes('webhooks:manage')
+@Controller('webhooks/subscriptions')
+export class WebhookSubscriptionsController {
+  constructor(private readonly subscriptions: WebhookSubscriptionsService) {}
+
+  @Post()
+  @ApiOperation({
+    operationId: 'addWebhookSubscription',
+    summary: 'Subscribes a URL to events',
+  })
+  @ApiCreatedResponse({
+    description:
+      'The subscription, with its signing secret: store it now, it is not shown again',
+    type: CreatedWebhookSubscriptionDto,
+  })
+  @ApiBadRequestResponse({
+    description:
+      'A field is missing or wrong, an event type is unknown, or the URL is one the service may not call',
+    type: ErrorBody,
+  })
+  async create(
+    @Body() subscription: CreateWebhookSubscriptionDto,
+  ): Promise<CreatedWebhookSubscriptionDto> {
+    return CreatedWebhookSubscriptionDto.from(
+      await this.subscriptions.add({
+        url: subscription.url,
+        eventTypes: subscription.events,
+      }),
+    );
+  }
+
+  @Get()
+  @ApiOperation({
+    operationId: 'listWebhookSubscriptions',
+    summary: 'Lists the active subscriptions, oldest first',
+  })
+  @ApiOkResponse({
+    description: 'The active subscriptions, without their secrets',
+    type: WebhookSubscriptionDto,
+    isArray: true,
+  })
+  async findAll(): Promise<WebhookSubscriptionDto[]> {
+    return (await this.subscriptions.listActive()).map((subscription) =>
+      WebhookSubscriptionDto.from(subscription),
+    );
+  }
+
+  @Get(':id')
+  @ApiOperation({
+    operationId: 'findWebhookSubscription',
+    summary: 'Returns an active subscription',
+  })
+  @ApiOkResponse({
+    description: 'The subscription, without its secret',
+    type: WebhookSubscriptionDto,
+  })
+  @ApiBadRequestResponse(BAD_ID)
+  @ApiNotFoundResponse(NOT_FOUND)
+  async findOne(
+    @UuidParam('id', SUBSCRIPTION_ID) id: string,
+  ): Promise<WebhookSubscriptionDto> {
+    return WebhookSubscriptionDto.from(await this.subscriptions.findActive(id));
+  }
+
+  @Delete(':id')
+  @HttpCode(HttpStatus.NO_CONTENT)
+  @ApiOperation({
+    operationId: 'deleteWebhookSubscription',
+    summary: 'Stops a subscription and cancels its pending deliveries',
+  })
+  @ApiNoContentResponse({ description: 'The subscription was stopped' })
+  @ApiBadRequestResponse(BAD_ID)
+  @ApiNotFoundResponse(NOT_FOUND)
+  async remove(@UuidParam('id', SUBSCRIPTION_ID) id: string): Promise<void> {
+    await this.subscriptions.remove(id);
+  }
+
+  @Get(':id/deliveries')
+  @ApiOperation({
+    operationId: 'listWebhookDeliveries',
+    summary: "Lists a subscription's recent deliveries, newest first",
+  })
+  @ApiOkResponse({
+    description: 'Its deliveries, each with its attempts and their outcome',
+    type: WebhookDeliveryDto,
+    isArray: true,
+  })
+  @ApiBadRequestResponse({
+    description: 'The id is not a UUID, or limit is out of range',
+    type: ErrorBody,
+  })
+  @ApiNotFoundResponse(NOT_FOUND)
+  async deliveries(
+    @UuidParam('id', SUBSCRIPTION_ID) id: string,
+    @Query() query: ListDeliveriesQueryDto,
+  ): Promise<WebhookDeliveryDto[]> {
+    return (await this.subscriptions.deliveriesOf(id, query.limit)).map(
+      (delivery) => WebhookDeliveryDto.from(delivery),
+    );
+  }
+}

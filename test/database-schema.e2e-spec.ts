@@ -1,0 +1,240 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { readDatabaseConfig } from '../src/config/database.config';
+import { createDataSourceOptions } from '../src/database/data-source-options';
+import { PortableDataSource } from '../src/database/portable-data-source';
+import {
+  postgresMigrations,
+  sqliteMigrations,
+} from '../src/database/migrations';
+import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
+import { ROOT } from './helpers/service-process';
+import { makeTempFolder, startTestApp } from './helpers/test-app';
+import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
+
+/** Applies `migrations` (all by default) to the database at `url`, as the service would. */
+async function migrate(
+  url: string,
+  migrations?: DataSourceOptions['migrations'],
+): Promise<DataSource> {
+  const options = createDataSourceOptions(
+    readDatabaseConfig({ DATABASE_URL: url }),
+  );
+  return new PortableDataSource({
+    ...options,
+    ...(migrations ? { migrations } : {}),
+    migrationsRun: true,
+  } as DataSourceOptions).initialize();
+}
+
+/**
+ * `npm run migration:generate -- --check`: exits 0 when the entities and the migrated schema
+ * agree, 1 when TypeORM would write a migration.
+ */
+function migrationCheck(url: string, folder: string) {
+  const result = spawnSync(
+    'npm',
+    [
+      'run',
+      '--silent',
+      'migration:generate',
+      '--',
+      '--check',
+      join(folder, 'Drift'),
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url },
+      encoding: 'utf8',
+      timeout: 120_000,
+    },
+  );
+  return { status: result.status, output: result.stdout + result.stderr };
+}
+
+describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+
+  beforeAll(() => {
+    folder = makeTempFolder();
+  });
+
+  afterAll(() => folder.remove());
+
+  it('lists for the TypeORM CLI (ormconfig.ts) exactly the entities the modules register', async () => {
+    const saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = 'sqlite::memory:';
+    const { entities } = jest.requireActual<{ entities: unknown[] }>(
+      '../ormconfig',
+    );
+    process.env.DATABASE_URL = saved;
+    const testApp = await startTestApp();
+    try {
+      const registered = testApp.app
+        .get(DataSource)
+        .entityMetadatas.map(({ target }) => target);
+      expect(new Set(registered)).toEqual(new Set(entities));
+    } finally {
+      await testApp.close();
+    }
+  });
+
+  it('on SQLite: migration:generate finds nothing to change, and finds a change once the schema drifts', async () => {
+    const url = `sqlite:${join(folder.path, 'check.sqlite')}`;
+    await (await migrate(url)).destroy();
+    const clean = migrationCheck(url, folder.path);
+    expect(clean.output).toContain('No changes in database schema were found');
+    expect(clean.status).toBe(0);
+
+    const drifted = await migrate(url);
+    await drifted.query('DROP INDEX "IDX_plants_tag_id"');
+    await drifted.destroy();
+    const check = migrationCheck(url, folder.path);
+    expect(check.output).toContain('IDX_plants_tag_id');
+    expect(check.status).toBe(1);
+    expect(
+      readdirSync(folder.path).some((name) => name.includes('Drift')),
+    ).toBe(false);
+  });
+
+  describeWithPostgres('on PostgreSQL', () => {
+    it('migration:generate finds nothing to change', async () => {
+      const database = await createTestDatabase();
+      try {
+        await (await migrate(database.url)).destroy();
+        const check = migrationCheck(database.url, folder.path);
+        expect(check.output).toContain(
+          'No changes in database schema were found',
+        );
+        expect(check.status).toBe(0);
+      } finally {
+        await database.drop();
+      }
+    });
+  });
+});
+
+/**
+ * The EventOutbox migration on a database written by the schema before it: subscriptions
+ * keep receiving what they subscribed to, and a pending delivery keeps its webhook-id, its
+ * body and its place in the queue.
+ */
+function upgradeSuite(
+  migrationsBefore: DataSourceOptions['migrations'],
+  database: () => Promise<{ url: string; drop: () => Promise<void> }>,
+) {
+  return async () => {
+    const { url, drop } = await database();
+    const receiver = await WebhookReceiver.start();
+    try {
+      const old = await migrate(url, migrationsBefore);
+      await old.query(
+        `INSERT INTO webhook_subscriptions (id, url, secret) VALUES ('00000000-0000-4000-8000-000000000001', '${receiver.url}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTIzNDU=')`,
+      );
+      // the old trigger writes a delivery per plant, copying the plant into it
+      await old.query(
+        `INSERT INTO plants (id, name, tag) VALUES (9223372036854775807, 'Old Oak', NULL)`,
+      );
+      await old.query(
+        `INSERT INTO plants (id, name, tag) VALUES (5, 'Done Dahlia', 'flower')`,
+      );
+      await old.query(
+        `UPDATE webhook_deliveries SET status = 'delivered', attempts = 1, last_status_code = 200 WHERE plant_id = 5`,
+      );
+      const [pending] = await old.query<{ id: string }[]>(
+        `SELECT id FROM webhook_deliveries WHERE status = 'pending'`,
+      );
+      await old.destroy();
+
+      const testApp = await startTestApp({
+        env: {
+          DATABASE_URL: url,
+          WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+          WEBHOOKS_POLL_INTERVAL: '50ms',
+        },
+      });
+      try {
+        const [webhook] = await receiver.waitFor(1);
+        expect(webhook.headers['webhook-id']).toBe(pending.id);
+        expect(webhook.headers['webhook-event-type']).toBe('plant.added');
+        expect(webhook.body).toBe(
+          '{"id":9223372036854775807,"name":"Old Oak"}',
+        );
+
+        const token = await testApp.issueToken();
+        const auth = { Authorization: `Bearer ${token}` };
+        const subscriptions = await testApp
+          .http()
+          .get('/webhooks/subscriptions')
+          .set(auth)
+          .expect(200);
+        expect(subscriptions.body).toEqual([
+          expect.objectContaining({
+            id: '00000000-0000-4000-8000-000000000001',
+            events: ['plant.added'],
+          }),
+        ]);
+        const history = async () =>
+          (
+            (
+              await testApp
+                .http()
+                .get(
+                  '/webhooks/subscriptions/00000000-0000-4000-8000-000000000001/deliveries',
+                )
+                .set(auth)
+                .expect(200)
+            ).body as { id: string; eventType: string; status: string }[]
+          ).map(({ id, eventType, status }) => `${id} ${eventType} ${status}`);
+        const delivered = await eventually(history, (rows) =>
+          rows.every((row) => row.endsWith('plant.added delivered')),
+        );
+        expect(delivered).toHaveLength(2);
+        expect(delivered).toContain(`${pending.id} plant.added delivered`);
+
+        // subscribed to plant.added only: a deletion is not sent to it
+        await testApp.http().delete('/plants/5').set(auth).expect(204);
+        await testApp
+          .http()
+          .post('/plants')
+          .set(auth)
+          .send({ id: 6, name: 'New Nettle' })
+          .expect(200);
+        await receiver.waitFor(2);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(receiver.received.map(({ body }) => body)).toEqual([
+          '{"id":9223372036854775807,"name":"Old Oak"}',
+          '{"id":6,"name":"New Nettle"}',
+        ]);
+      } finally {
+        await testApp.close();
+      }
+    } finally {
+      await receiver.close();
+      await drop();
+    }
+  };
+}
+
+describe('upgrading a database written by the previous schema', () => {
+  it(
+    'on SQLite keeps subscriptions, pending deliveries and their history',
+    upgradeSuite(sqliteMigrations.slice(0, -1), () => {
+      const folder = makeTempFolder();
+      const file = join(folder.path, 'old.sqlite');
+      return Promise.resolve({
+        url: `sqlite:${file}`,
+        drop: () => Promise.resolve(folder.remove()),
+      });
+    }),
+  );
+
+  describeWithPostgres('on PostgreSQL', () => {
+    it(
+      'keeps subscriptions, pending deliveries and their history',
+      upgradeSuite(postgresMigrations.slice(0, -1), createTestDatabase),
+    );
+  });
+});

@@ -1,0 +1,198 @@
+import { Webhook } from 'standardwebhooks';
+import { startTestApp, type TestApp } from './helpers/test-app';
+import { WebhookReceiver } from './helpers/webhook-receiver';
+
+interface Subscription {
+  id: string;
+  url: string;
+  events?: string[];
+  createdAt: string;
+  secret?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
+  let testApp: TestApp;
+  let manager: string;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({
+      env: {
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOKS_POLL_INTERVAL: '50ms',
+      },
+    });
+    manager = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    receiver = await WebhookReceiver.start();
+  });
+
+  afterAll(async () => {
+    await receiver.close();
+    await testApp.close();
+  });
+
+  const call = (method: 'get' | 'post' | 'delete', path: string) =>
+    testApp.http()[method](path).set('Authorization', `Bearer ${manager}`);
+
+  it('creates a subscription with 201, showing its whsec_ secret this once, and lists and reads it without it', async () => {
+    const created = await call('post', '/webhooks/subscriptions')
+      .send({ url: receiver.url, events: ['plant.added'] })
+      .expect(201);
+    const subscription = created.body as Subscription;
+    expect(subscription).toEqual({
+      id: expect.stringMatching(UUID),
+      url: receiver.url,
+      events: ['plant.added'],
+      createdAt: expect.any(String),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+    });
+
+    const listed = await call('get', '/webhooks/subscriptions').expect(200);
+    expect(listed.body).toContainEqual({
+      id: subscription.id,
+      url: receiver.url,
+      events: ['plant.added'],
+      createdAt: subscription.createdAt,
+    });
+    expect(listed.text).not.toContain('whsec_');
+    const read = await call(
+      'get',
+      `/webhooks/subscriptions/${subscription.id}`,
+    ).expect(200);
+    expect(read.body).toEqual(listed.body[0]);
+
+    // the subscription receives what it asked for, signed with that secret
+    const token = await testApp.issueToken();
+    await testApp
+      .http()
+      .post('/plants')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ id: 4242, name: 'Hooked Heather' })
+      .expect(200);
+    const [webhook] = await receiver.waitFor(1);
+    expect(webhook.body).toBe('{"id":4242,"name":"Hooked Heather"}');
+    expect(() =>
+      new Webhook(subscription.secret!).verify(webhook.body, {
+        'webhook-id': String(webhook.headers['webhook-id']),
+        'webhook-timestamp': String(webhook.headers['webhook-timestamp']),
+        'webhook-signature': String(webhook.headers['webhook-signature']),
+      }),
+    ).not.toThrow();
+
+    const deliveries = await call(
+      'get',
+      `/webhooks/subscriptions/${subscription.id}/deliveries?limit=5`,
+    ).expect(200);
+    expect(deliveries.body).toEqual([
+      expect.objectContaining({
+        id: webhook.headers['webhook-id'],
+        eventType: 'plant.added',
+        createdAt: expect.any(String),
+      }),
+    ]);
+
+    await call('delete', `/webhooks/subscriptions/${subscription.id}`).expect(
+      204,
+    );
+    await call('get', `/webhooks/subscriptions/${subscription.id}`).expect(404);
+    await call('delete', `/webhooks/subscriptions/${subscription.id}`).expect(
+      404,
+    );
+    const after = await call('get', '/webhooks/subscriptions').expect(200);
+    expect((after.body as Subscription[]).map(({ id }) => id)).not.toContain(
+      subscription.id,
+    );
+  });
+
+  it('subscribes to every event type, those added later included, when events is absent', async () => {
+    const created = await call('post', '/webhooks/subscriptions')
+      .send({ url: `${receiver.url}/all` })
+      .expect(201);
+    expect(created.body).not.toHaveProperty('events');
+    await call('delete', `/webhooks/subscriptions/${created.body.id}`).expect(
+      204,
+    );
+  });
+
+  it.each([
+    [{}, 'url must be a string'],
+    [{ url: 5 }, 'url must be a string'],
+    [{ url: 'ftp://example.com/x' }, 'webhook URLs must use http or https'],
+    [
+      { url: 'https://example.com/x', events: [] },
+      'events must be a non-empty list',
+    ],
+    [
+      { url: 'https://example.com/x', events: null },
+      'events must be a non-empty list',
+    ],
+    [
+      { url: 'https://example.com/x', events: ['plant.eaten'] },
+      'events must be a non-empty list of event types, each one of plant.added, plant.deleted',
+    ],
+  ])('answers 400 to %j, saying what is wrong', async (body, message) => {
+    const before = await call('get', '/webhooks/subscriptions').expect(200);
+    const response = await call('post', '/webhooks/subscriptions')
+      .send(body)
+      .expect(400);
+    expect(response.body.message).toContain(message);
+    const after = await call('get', '/webhooks/subscriptions').expect(200);
+    expect(after.body).toEqual(before.body);
+  });
+
+  it('answers 400 to an id that is not a UUID, and 404 to one that names no subscription', async () => {
+    const bad = await call('get', '/webhooks/subscriptions/42').expect(400);
+    expect(bad.body.message).toBe('id in the path must be a UUID, got "42"');
+    await call(
+      'get',
+      '/webhooks/subscriptions/00000000-0000-4000-8000-000000000000/deliveries',
+    ).expect(404);
+    const limit = await call(
+      'get',
+      '/webhooks/subscriptions/00000000-0000-4000-8000-000000000000/deliveries?limit=0',
+    ).expect(400);
+    expect(limit.body.message).toBe(
+      'limit must be an integer between 1 and 100',
+    );
+  });
+
+  it('needs the scope webhooks:manage, which the default scopes do not include', async () => {
+    const plantsOnly = await testApp.issueToken({
+      scopes: ['plants:read', 'plants:write'],
+    });
+    const refused = await testApp
+      .http()
+      .get('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${plantsOnly}`)
+      .expect(403);
+    expect(refused.headers['www-authenticate']).toContain(
+      'scope="webhooks:manage"',
+    );
+    await testApp.http().get('/webhooks/subscriptions').expect(401);
+  });
+});
+
+describe('webhook subscriptions over HTTP, to private networks', () => {
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    testApp = await startTestApp();
+  });
+
+  afterAll(() => testApp.close());
+
+  it('refuses a private target with 400 unless WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true', async () => {
+    const token = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    const response = await testApp
+      .http()
+      .post('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ url: 'http://169.254.169.254/latest/meta-data' })
+      .expect(400);
+    expect(response.body.message).toBe(
+      '169.254.169.254 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    );
+  });
+});
