@@ -1,6 +1,6 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
-//                   --service-env LOG_LEVEL=warn]
+//                   --service-env LOG_LEVEL=warn --against ../other-checkout]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -8,6 +8,7 @@
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
 const {
+  existsSync,
   mkdtempSync,
   readFileSync,
   rmSync,
@@ -33,6 +34,9 @@ function parseArguments(argv) {
     out: '',
     // KEY=VALUE[,KEY=VALUE...] for the service only, to measure a setting (LOG_LEVEL=warn)
     'service-env': '',
+    // a folder holding another build of the service (its dist/), run beside this one as
+    // `service-against`: a change measured against its base in one run
+    against: '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
@@ -54,6 +58,10 @@ function parseArguments(argv) {
   const assignments = options['service-env'].split(',').filter(Boolean);
   if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
     throw new Error('--service-env is KEY=VALUE[,KEY=VALUE...]');
+  if (options.against && !existsSync(join(options.against, 'dist', 'main.js')))
+    throw new Error(
+      `--against needs a folder with a built service, ${join(options.against, 'dist', 'main.js')} is missing`,
+    );
   options.serviceEnv = Object.fromEntries(
     assignments.map((assignment) => {
       const at = assignment.indexOf('=');
@@ -98,11 +106,14 @@ function freePort() {
   });
 }
 
-/** A database with the service's schema (its own migrations, through its CLI) and a token. */
-function prepareDatabase(file, preload) {
+/**
+ * A database with the service's schema (its own migrations, through the CLI of the build in
+ * `root`) and a token.
+ */
+function prepareDatabase(file, preload, root = ROOT) {
   const created = execFileSync(
     process.execPath,
-    [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
+    [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
     {
       env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
       encoding: 'utf8',
@@ -230,9 +241,22 @@ async function main() {
   const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
   const started = [];
   // with --preload, the service also runs on the small table in the same run, for the ratio
-  const servers = options.preload
-    ? [...SERVERS, { ...SERVERS[0], name: 'service-small-table', small: true }]
-    : SERVERS;
+  const servers = [
+    ...SERVERS,
+    ...(options.preload
+      ? [{ ...SERVERS[0], name: 'service-small-table', small: true }]
+      : []),
+    ...(options.against
+      ? [
+          {
+            ...SERVERS[0],
+            name: 'service-against',
+            script: join(options.against, 'dist', 'main.js'),
+            root: options.against,
+          },
+        ]
+      : []),
+  ];
   try {
     const files = Object.fromEntries(
       servers.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]),
@@ -240,7 +264,7 @@ async function main() {
     const tokens = Object.fromEntries(
       servers.map((s) => [
         s.name,
-        prepareDatabase(files[s.name], s.small ? 0 : options.preload),
+        prepareDatabase(files[s.name], s.small ? 0 : options.preload, s.root),
       ]),
     );
     for (const server of servers)
@@ -294,6 +318,14 @@ async function main() {
           serviceToSmallTable:
             servers.service.requestsPerSecond /
             servers['service-small-table'].requestsPerSecond,
+        }),
+        ...(options.against && {
+          serviceToAgainst:
+            servers.service.requestsPerSecond /
+            servers['service-against'].requestsPerSecond,
+          againstToNest:
+            servers['service-against'].requestsPerSecond /
+            servers.nest.requestsPerSecond,
         }),
       };
     });
@@ -351,6 +383,7 @@ function printTable(report) {
       'nest/peer',
       'service/peer-hardened',
       ...(report.options.preload ? ['service/small-table'] : []),
+      ...(report.options.against ? ['service/against', 'against/nest'] : []),
     ],
   ];
   for (const {
@@ -362,6 +395,8 @@ function printTable(report) {
     nestToPeer,
     serviceToHardenedPeer,
     serviceToSmallTable,
+    serviceToAgainst,
+    againstToNest,
   } of report.scenarios) {
     for (const [name, m] of Object.entries(servers)) {
       rows.push([
@@ -379,6 +414,12 @@ function printTable(report) {
         name === 'service' ? serviceToHardenedPeer.toFixed(2) : '',
         ...(report.options.preload
           ? [name === 'service' ? serviceToSmallTable.toFixed(2) : '']
+          : []),
+        ...(report.options.against
+          ? [
+              name === 'service' ? serviceToAgainst.toFixed(2) : '',
+              name === 'service-against' ? againstToNest.toFixed(2) : '',
+            ]
           : []),
       ]);
     }

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './helpers/service-process';
+import { makeTempFolder } from './helpers/test-app';
 
 interface ServerFigures {
   requestsPerSecond: number;
@@ -19,30 +20,33 @@ interface BenchReport {
     serviceToNest: number;
     nestToPeer: number;
     serviceToHardenedPeer: number;
+    serviceToAgainst?: number;
   }[];
+}
+
+function smokeRun(...args: string[]): { report: BenchReport; stdout: string } {
+  const result = spawnSync(
+    process.execPath,
+    [join(ROOT, 'bench', 'run.js'), '--smoke', ...args],
+    { cwd: ROOT, encoding: 'utf8', timeout: 120_000 },
+  );
+  expect(result.stderr).toBe('');
+  expect(result.status).toBe(0);
+  const line = result.stdout
+    .split('\n')
+    .find((text) => text.startsWith('SMOKE '));
+  return {
+    report: JSON.parse(line?.slice('SMOKE '.length) ?? 'null') as BenchReport,
+    stdout: result.stdout,
+  };
 }
 
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
 describe('the benchmark harness (bench/run.js --smoke)', () => {
-  it('drives the service, the floor, the peer bare and hardened, and bare NestJS through every scenario without an error', () => {
-    const result = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bench', 'run.js'), '--smoke'],
-      {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: 120_000,
-      },
-    );
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    const line = result.stdout
-      .split('\n')
-      .find((text) => text.startsWith('SMOKE '));
-    const report = JSON.parse(
-      line?.slice('SMOKE '.length) ?? 'null',
-    ) as BenchReport;
+  it('drives the service, the floor, the peer bare and hardened, bare NestJS and another build (--against) through every scenario without an error', () => {
+    // --against this very checkout: the option's plumbing, not a comparison
+    const { report, stdout } = smokeRun('--against', ROOT);
 
     expect(report.scenarios.map(({ scenario }) => scenario)).toEqual([
       'POST /plants',
@@ -56,6 +60,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       serviceToNest,
       nestToPeer,
       serviceToHardenedPeer,
+      serviceToAgainst,
     } of report.scenarios) {
       expect(Object.keys(servers).sort()).toEqual([
         'floor',
@@ -63,6 +68,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
         'peer',
         'peer-hardened',
         'service',
+        'service-against',
       ]);
       for (const figures of Object.values(servers)) {
         expect(figures.errors).toBe(0);
@@ -75,10 +81,49 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       expect(serviceToNest).toBeGreaterThan(0);
       expect(nestToPeer).toBeGreaterThan(0);
       expect(serviceToHardenedPeer).toBeGreaterThan(0);
+      expect(serviceToAgainst).toBeGreaterThan(0);
     }
-    expect(result.stdout).toMatch(
+    expect(stdout).toMatch(
       /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
     );
+  });
+
+  it('refuses --against a folder without a built service', () => {
+    const result = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bench', 'run.js'), '--against', join(ROOT, 'docs')],
+      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      '--against needs a folder with a built service',
+    );
+  });
+
+  it('injects each callgrind scenario into the built app without an error (bench/callgrind.js, without valgrind)', () => {
+    const folder = makeTempFolder();
+    try {
+      for (const scenario of ['get-by-id', 'post', 'list']) {
+        const result = spawnSync(
+          process.execPath,
+          [join(ROOT, 'bench', 'callgrind.js'), '--worker', scenario, '20'],
+          {
+            cwd: ROOT,
+            encoding: 'utf8',
+            timeout: 60_000,
+            env: {
+              PATH: process.env.PATH,
+              LOG_LEVEL: 'silent',
+              DATABASE_URL: `sqlite:${join(folder.path, `${scenario}.sqlite`)}`,
+            },
+          },
+        );
+        expect(result.stderr).toBe('');
+        expect(result.status).toBe(0);
+      }
+    } finally {
+      folder.remove();
+    }
   });
 
   it('refuses a malformed --service-env before starting anything', () => {

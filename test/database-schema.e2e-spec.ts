@@ -5,6 +5,8 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { readDatabaseConfig } from '../src/config/database.config';
 import { createDataSourceOptions } from '../src/database/data-source-options';
 import { PortableDataSource } from '../src/database/portable-data-source';
+import { triggerName } from '../src/events/event-triggers';
+import { EVENTS } from '../src/events/events';
 import {
   postgresMigrations,
   sqliteMigrations,
@@ -99,11 +101,52 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
     ).toBe(false);
   });
 
+  it('on SQLite: publishes every event of the catalogue from a trigger', async () => {
+    const dataSource = await migrate('sqlite::memory:');
+    const triggers = await dataSource.query<{ name: string }[]>(
+      `SELECT name FROM sqlite_master WHERE type = 'trigger'`,
+    );
+    await dataSource.destroy();
+    expect(unpublished(triggers.map(({ name }) => name))).toEqual([]);
+  });
+
+  it('on SQLite: rebuilds a table that triggers and views name, the way TypeORM changes a table', async () => {
+    const url = `sqlite:${join(folder.path, 'rebuild.sqlite')}`;
+    const dataSource = await migrate(url);
+    try {
+      await dataSource.query(
+        `CREATE TABLE "temporary_webhook_subscriptions" AS SELECT * FROM "webhook_subscriptions"`,
+      );
+      await dataSource.query(`DROP TABLE "webhook_subscriptions"`);
+      await dataSource.query(
+        `ALTER TABLE "temporary_webhook_subscriptions" RENAME TO "webhook_subscriptions"`,
+      );
+      await dataSource.query(
+        `INSERT INTO "webhook_subscriptions" ("id", "url", "secret") VALUES ('s', 'https://example.com', 'whsec_x')`,
+      );
+      await dataSource.query(
+        `INSERT INTO "plants" ("id", "name") VALUES (1, 'Rebuilt Rose')`,
+      );
+      expect(
+        await dataSource.query(
+          `SELECT "subscription_id" FROM "webhook_deliveries"`,
+        ),
+      ).toEqual([{ subscription_id: 's' }]);
+    } finally {
+      await dataSource.destroy();
+    }
+  });
+
   describeWithPostgres('on PostgreSQL', () => {
-    it('migration:generate finds nothing to change', async () => {
+    it('migration:generate finds nothing to change, and every event of the catalogue is published from a trigger', async () => {
       const database = await createTestDatabase();
       try {
-        await (await migrate(database.url)).destroy();
+        const dataSource = await migrate(database.url);
+        const triggers = await dataSource.query<{ tgname: string }[]>(
+          'SELECT tgname FROM pg_trigger WHERE NOT tgisinternal',
+        );
+        await dataSource.destroy();
+        expect(unpublished(triggers.map(({ tgname }) => tgname))).toEqual([]);
         const check = migrationCheck(database.url, folder.path);
         expect(check.output).toContain(
           'No changes in database schema were found',
@@ -115,6 +158,14 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
     });
   });
 });
+
+/** The event types of the catalogue that no trigger among `names` publishes, on any table. */
+function unpublished(names: string[]): string[] {
+  return EVENTS.map(({ type }) => type).filter(
+    (type) =>
+      !names.some((name) => name.endsWith(triggerName({ table: '', type }))),
+  );
+}
 
 /**
  * The EventOutbox migration on a database written by the schema before it: subscriptions

@@ -26,6 +26,10 @@ function sqliteOptions(
       // with WAL, NORMAL survives a process crash (docs/decisions.md, "Durability"); FULL
       // also a power loss
       db.pragma(`synchronous = ${config.synchronous.toUpperCase()}`);
+      // TypeORM rebuilds a SQLite table to change it (create, copy, drop, rename); SQLite's
+      // checking rename would refuse while a trigger or view elsewhere names the dropped
+      // table (the event triggers, event_consumers). Names are resolved when they run.
+      db.pragma('legacy_alter_table = ON');
     },
   };
 }

@@ -4,7 +4,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * The outbox: one row per event, `(type, JSON payload)`, written by a database trigger in the
  * very statement that makes the change (see event-triggers.ts), so an event exists exactly when
  * its change was committed, whatever runs beside it on the connection. Consumers read it from
- * here; an event no consumer wants is not kept.
+ * here; an event that no consumer wants (the `event_consumers` view) is not written.
  */
 @Entity('events')
 export class OutboxEvent {

@@ -1,6 +1,7 @@
 import { Param, type PipeTransform } from '@nestjs/common';
-import { ApiParam } from '@nestjs/swagger';
-import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ApiParam, type ApiParamOptions } from '@nestjs/swagger';
+
+type ParameterSchema = Extract<ApiParamOptions, { schema: unknown }>['schema'];
 
 /**
  * A required path parameter read by `pipe` and documented with `schema`, in one decorator, so
@@ -9,7 +10,7 @@ import type { SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec
 export function PathParam(
   name: string,
   pipe: PipeTransform<string, unknown>,
-  schema: SchemaObject,
+  schema: ParameterSchema,
   description: string,
 ): ParameterDecorator {
   return (target, propertyKey, index) => {

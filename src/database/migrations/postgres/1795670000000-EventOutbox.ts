@@ -60,8 +60,13 @@ export class PostgresEventOutbox1795670000000 implements MigrationInterface {
     await queryRunner.query(
       `CREATE INDEX "IDX_webhook_deliveries_subscription" ON "webhook_deliveries" ("subscription_id", "created_at")`,
     );
+    // what the event triggers ask before writing an event: webhook subscriptions are its
+    // consumers for now
+    await queryRunner.query(
+      `CREATE VIEW "event_consumers" AS SELECT "event_types" FROM "webhook_subscriptions" WHERE "removed_at" IS NULL`,
+    );
     // an event fans out into one delivery per subscription that wants it, in the statement
-    // that wrote it; an event nobody wants is not kept
+    // that wrote it; an event nobody wants (anymore) is not kept
     await queryRunner.query(
       `CREATE FUNCTION "events_enqueue_webhook_deliveries"() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
@@ -91,6 +96,7 @@ export class PostgresEventOutbox1795670000000 implements MigrationInterface {
     await queryRunner.query(
       `DROP FUNCTION "events_enqueue_webhook_deliveries"()`,
     );
+    await queryRunner.query(`DROP VIEW "event_consumers"`);
     await queryRunner.query(`DROP INDEX "IDX_webhook_deliveries_subscription"`);
     // only plant.added existed before: other deliveries have no place in the old table
     await queryRunner.query(

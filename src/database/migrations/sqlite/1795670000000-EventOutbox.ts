@@ -86,8 +86,13 @@ export class EventOutbox1795670000000 implements MigrationInterface {
       `CREATE INDEX "IDX_webhook_deliveries_due" ON "webhook_deliveries" ("status", "next_attempt_at") `,
     );
 
+    // what the event triggers ask before writing an event: webhook subscriptions are its
+    // consumers for now
+    await queryRunner.query(
+      `CREATE VIEW "event_consumers" AS SELECT "event_types" FROM "webhook_subscriptions" WHERE "removed_at" IS NULL`,
+    );
     // an event fans out into one delivery per subscription that wants it, in the statement
-    // that wrote it; an event nobody wants is not kept
+    // that wrote it; an event nobody wants (anymore) is not kept
     await queryRunner.query(
       `CREATE TRIGGER "events_enqueue_webhook_deliveries" AFTER INSERT ON "events" FOR EACH ROW
        BEGIN
@@ -105,6 +110,7 @@ export class EventOutbox1795670000000 implements MigrationInterface {
     await dropEventTrigger(queryRunner, PLANT_DELETED);
     await dropEventTrigger(queryRunner, PLANT_ADDED);
     await queryRunner.query(`DROP TRIGGER "events_enqueue_webhook_deliveries"`);
+    await queryRunner.query(`DROP VIEW "event_consumers"`);
     await queryRunner.query(
       `CREATE TABLE "temporary_webhook_deliveries" ("id" varchar(40) PRIMARY KEY NOT NULL, "subscription_id" varchar(36) NOT NULL, "plant_id" bigint NOT NULL, "plant_name" text NOT NULL, "plant_tag" text, "status" varchar(16) NOT NULL, "attempts" integer NOT NULL, "next_attempt_at" datetime NOT NULL, "last_attempt_at" datetime, "last_status_code" integer, "last_error" text, "created_at" datetime NOT NULL, "claimed_until" datetime)`,
     );
