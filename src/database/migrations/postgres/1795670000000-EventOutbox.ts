@@ -2,20 +2,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import {
   createEventTrigger,
   dropEventTrigger,
-  type EventTrigger,
 } from '../../../events/event-triggers';
-
-const PLANT_ADDED: EventTrigger = {
-  type: 'plant.added',
-  table: 'plants',
-  on: 'INSERT',
-  fields: { id: 'id', name: 'name', tag: 'tag' },
-};
-const PLANT_DELETED: EventTrigger = {
-  ...PLANT_ADDED,
-  type: 'plant.deleted',
-  on: 'DELETE',
-};
+import { PLANT_ADDED, PLANT_DELETED } from '../event-outbox-triggers';
 
 /**
  * The SQLite EventOutbox migration for PostgreSQL: the `events` outbox written by triggers,

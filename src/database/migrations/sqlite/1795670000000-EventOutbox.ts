@@ -2,22 +2,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import {
   createEventTrigger,
   dropEventTrigger,
-  type EventTrigger,
 } from '../../../events/event-triggers';
+import { PLANT_ADDED, PLANT_DELETED } from '../event-outbox-triggers';
 
 const NOW = `strftime('%Y-%m-%d %H:%M:%f', 'now')`;
-
-const PLANT_ADDED: EventTrigger = {
-  type: 'plant.added',
-  table: 'plants',
-  on: 'INSERT',
-  fields: { id: 'id', name: 'name', tag: 'tag' },
-};
-const PLANT_DELETED: EventTrigger = {
-  ...PLANT_ADDED,
-  type: 'plant.deleted',
-  on: 'DELETE',
-};
 
 /** Which subscriptions want an event: every type when `event_types` is NULL. */
 const WANTS_EVENT = `"removed_at" IS NULL AND ("event_types" IS NULL OR instr(',' || "event_types" || ',', ',' || NEW."type" || ',') > 0)`;
