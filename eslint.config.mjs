@@ -47,6 +47,31 @@ export default tseslint.config(
     },
   },
   {
+    // One persistence story (docs/adding-a-module.md, "Persistence"): TypeORM's public API,
+    // the same code for both engines
+    files: ['src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['typeorm/*'],
+              message:
+                "TypeORM's public API is what the package root exports; its deeper paths are internals",
+            },
+            {
+              group: ['pg', 'better-sqlite3'],
+              allowTypeImports: true,
+              message:
+                'both engines run the same code: reach the database through TypeORM (docs/adding-a-module.md, "Persistence")',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.spec.ts', 'test/**/*.ts'],
     rules: {
       // supertest's response body is typed any; tests assert on its shape

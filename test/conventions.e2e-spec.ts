@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { ROOT } from './helpers/service-process';
 
 interface LintResult {
@@ -9,14 +9,29 @@ interface LintResult {
   messages: { ruleId: string | null; message: string }[];
 }
 
-const PROBES: Record<string, string> = {
-  'repository.save(...)': 'await repository.save({ id: 1 });',
-  'dataSource.transaction(...)':
+/** Each probe: an import line (or none) and a statement, in an otherwise clean file. */
+const PROBES: Record<string, [string, string]> = {
+  "an import of TypeORM's internals": [
+    "import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';",
+    'void PostgresDriver;\n  await Promise.resolve();',
+  ],
+  'an import of a database driver': [
+    "import { Pool } from 'pg';",
+    'void Pool;\n  await Promise.resolve();',
+  ],
+  'repository.save(...)': ['', 'await repository.save({ id: 1 });'],
+  'dataSource.transaction(...)': [
+    '',
     'await dataSource.transaction(() => Promise.resolve());',
-  'queryRunner.startTransaction()':
+  ],
+  'queryRunner.startTransaction()': [
+    '',
     'await dataSource.createQueryRunner().startTransaction();',
-  'insert, update and delete':
-    'await repository.insert({ id: 1 });\n  await repository.update({ id: 1 }, { id: 2 });\n  await repository.delete({ id: 2 });',
+  ],
+  'insert, update and delete': [
+    "import { Not } from 'typeorm';\nimport type { Database } from 'better-sqlite3';",
+    'const database: Database | undefined = undefined;\n  void database;\n  await repository.insert({ id: 1 });\n  await repository.update({ id: Not(2) }, { id: 2 });\n  await repository.delete({ id: 2 });',
+  ],
 };
 
 /**
@@ -27,18 +42,20 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
   const messagesOf = new Map<string, string[]>();
 
   beforeAll(() => {
-    // real files under test/, so that the typed rules find them in tsconfig.json
+    // real files under src/, where every rule applies, so that the typed rules find them
     const run = randomBytes(6).toString('hex');
-    const files = Object.entries(PROBES).map(([label, statement], index) => {
-      const file = join(ROOT, 'test', `lint-probe-${run}-${index}.ts`);
-      writeFileSync(
-        file,
-        `import type { DataSource, Repository } from 'typeorm';\n` +
-          `export async function change(dataSource: DataSource, repository: Repository<{ id: number }>): Promise<void> {\n` +
-          `  void dataSource;\n  void repository;\n  ${statement}\n}\n`,
-      );
-      return [label, file] as const;
-    });
+    const files = Object.entries(PROBES).map(
+      ([label, [imports, statement]], index) => {
+        const file = join(ROOT, 'src', `lint-probe-${run}-${index}.ts`);
+        writeFileSync(
+          file,
+          `${imports}\nimport type { DataSource, Repository } from 'typeorm';\n` +
+            `export async function change(dataSource: DataSource, repository: Repository<{ id: number }>): Promise<void> {\n` +
+            `  void dataSource;\n  void repository;\n  ${statement}\n}\n`,
+        );
+        return [label, file] as const;
+      },
+    );
     try {
       // a process of its own: jest's module sandbox cannot load the ESM configuration
       const eslint = spawnSync(
@@ -76,7 +93,96 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
     },
   );
 
-  it('accepts insert, update and delete', () => {
+  it("refuses imports of TypeORM's internals and of a database driver: one persistence story, the same code for both engines", () => {
+    expect(messagesOf.get("an import of TypeORM's internals")).toEqual([
+      expect.stringMatching(
+        /^@typescript-eslint\/no-restricted-imports: .*TypeORM's public API/,
+      ),
+    ]);
+    expect(messagesOf.get('an import of a database driver')).toEqual([
+      expect.stringMatching(
+        /^@typescript-eslint\/no-restricted-imports: .*both engines run the same code/,
+      ),
+    ]);
+  });
+
+  it("accepts insert, update and delete, imports from TypeORM's root, and a driver's types", () => {
     expect(messagesOf.get('insert, update and delete')).toEqual([]);
+  });
+});
+
+/** Every text file of the repository that people read: code, tests, documents. */
+function readableFiles(): string[] {
+  const files: string[] = [join(ROOT, 'README.md'), join(ROOT, 'ormconfig.ts')];
+  const walk = (folder: string) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'results') walk(path);
+      } else if (/\.(ts|js|md|ya?ml)$/.test(entry.name)) {
+        files.push(path);
+      }
+    }
+  };
+  for (const folder of ['src', 'test', 'docs', 'openapi', 'bench']) {
+    walk(join(ROOT, folder));
+  }
+  return files;
+}
+
+/** A file's text with comment line breaks joined, so a citation may wrap. */
+function joinedText(file: string): string {
+  return readFileSync(file, 'utf8').replace(
+    /\s*\n\s*(?:\*(?!\/)|\/\/)?\s*/g,
+    ' ',
+  );
+}
+
+describe('documents the code cites', () => {
+  const files = readableFiles();
+
+  it.each(['decisions.md', 'adding-a-module.md'])(
+    'cites only sections that docs/%s has',
+    (document) => {
+      const headings = new Set(
+        [
+          ...readFileSync(join(ROOT, 'docs', document), 'utf8').matchAll(
+            /^#{2,4} (.+)$/gm,
+          ),
+        ].map(([, heading]) => heading.trim()),
+      );
+      const citation = new RegExp(
+        `docs/${document.replace('.', '\\.')}\\)?,? \\(?"([^"]+)"`,
+        'g',
+      );
+      const cited: string[] = [];
+      const dangling: string[] = [];
+      for (const file of files) {
+        for (const [, section] of joinedText(file).matchAll(citation)) {
+          cited.push(section);
+          if (!headings.has(section)) {
+            dangling.push(`${relative(ROOT, file)}: "${section}"`);
+          }
+        }
+      }
+      expect(cited.length).toBeGreaterThan(0);
+      expect(dangling).toEqual([]);
+    },
+  );
+
+  it('cites no document that a clone of the repository does not have', () => {
+    const outside = [
+      ['shared', 'spec'].join('/'),
+      ['..', 'shared'].join('/'),
+      ['DECISIONS', 'md'].join('.'),
+    ];
+    const decisionNumber = new RegExp(['\\(D', '\\d{1,2}\\)'].join(''));
+    const offenders = files.filter((file) => {
+      const text = readFileSync(file, 'utf8');
+      return (
+        outside.some((name) => text.includes(name)) || decisionNumber.test(text)
+      );
+    });
+    expect(offenders.map((file) => relative(ROOT, file))).toEqual([]);
   });
 });
