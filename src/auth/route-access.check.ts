@@ -8,7 +8,7 @@ import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 export class UndeclaredAccessError extends Error {
   override readonly name = 'UndeclaredAccessError';
 
-  constructor(readonly routes: string[]) {
+  constructor(routes: string[]) {
     super(
       `${routes.join(', ')} ${routes.length === 1 ? 'declares' : 'declare'} no access: ` +
         'mark each route @Public() or @RequireScopes(...) (docs/adding-a-module.md, "Access")',

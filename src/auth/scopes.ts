@@ -1,5 +1,5 @@
 /**
- * Every scope a token can hold: the one list the guard, the CLI and the documentation read. A
+ * Every scope a token can hold: the one list the guard, the CLI and the OpenAPI document read. A
  * new module adds its scopes here. `byDefault` scopes are what `tokens create` grants when
  * `--scopes` is not given; the others must be named.
  */

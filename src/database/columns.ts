@@ -34,13 +34,6 @@ export function Int64PrimaryColumn(
   });
 }
 
-/** A column holding a true int64, read and written as a bigint on every engine. */
-export function Int64Column(
-  options: Omit<ColumnOptions, 'type' | 'transformer'> = {},
-): PropertyDecorator {
-  return Column({ ...options, type: 'bigint', transformer: int64Transformer });
-}
-
 /** An integer column small enough for a JS number (counts, status codes), as a number. */
 export function SmallIntegerColumn(
   options: Omit<ColumnOptions, 'type' | 'transformer'> = {},

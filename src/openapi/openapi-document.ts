@@ -5,6 +5,7 @@ import {
   SwaggerModule,
   type OpenAPIObject,
 } from '@nestjs/swagger';
+import { SCOPE_DEFINITIONS } from '../auth/scopes';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import type { AppConfig } from '../config/app.config';
 import { EVENTS } from '../events/events';
@@ -61,7 +62,10 @@ export function buildOpenApiDocument(
         type: 'http',
         scheme: 'bearer',
         description:
-          'An API token (pst_...) issued by `node dist/cli.js tokens create`',
+          'An API token (pst_...) issued by `node dist/cli.js tokens create`. Scopes: ' +
+          Object.entries(SCOPE_DEFINITIONS)
+            .map(([scope, { description }]) => `\`${scope}\` (${description})`)
+            .join(', '),
       })
       .addSecurityRequirements(BEARER_AUTH)
       .addGlobalResponse(...SERVICE_ERROR_RESPONSES)

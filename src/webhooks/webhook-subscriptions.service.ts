@@ -126,6 +126,7 @@ export class WebhookSubscriptionsService {
   private async withEventTypes(
     deliveries: WebhookDelivery[],
   ): Promise<DeliveryRecord[]> {
+    if (deliveries.length === 0) return [];
     const events = await this.events.find({
       select: { id: true, type: true },
       where: { id: In(deliveries.map(({ eventId }) => eventId)) },
