@@ -1,12 +1,11 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
 import { ShutdownGate } from './common/http/shutdown-gate';
-import { RateLimitGuard } from './common/rate-limit/rate-limit.guard';
-import { RateLimitModule } from './common/rate-limit/rate-limit.module';
+import { JsonBodyInterceptor } from './common/json/json-body.interceptor';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
@@ -24,7 +23,6 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       load: [appConfig, databaseConfig, webhooksConfig],
     }),
     DatabaseModule,
-    RateLimitModule,
     AuthModule,
     // feature modules
     PlantsModule,
@@ -32,11 +30,10 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     WebhooksModule,
   ],
   providers: [
-    // Global guards run in the order they are listed. The rate limit comes first, so that a
-    // flood, with tokens or without, is turned away before it reaches the token store; a test
-    // (test/rate-limit.e2e-spec.ts) holds the order.
-    { provide: APP_GUARD, useExisting: RateLimitGuard },
+    // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts);
+    // each route's access rule is checked here, and only then is a body read.
     { provide: APP_GUARD, useExisting: BearerGuard },
+    { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useClass: AppValidationPipe },
     ShutdownGate,

@@ -2,6 +2,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import helmet from 'helmet';
 import { AppModule } from './app.module';
+import { RequestAdmission } from './auth/request-admission';
 import { HardenedExpressAdapter } from './common/http/hardened-express.adapter';
 import { ShutdownGate } from './common/http/shutdown-gate';
 import {
@@ -9,14 +10,14 @@ import {
   createRootLogger,
   PinoNestLogger,
 } from './common/logging/pino-logger';
-import { createJsonBodyMiddleware } from './common/json/json-body.middleware';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
 import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
 
 /**
  * Builds the application exactly as users run it; main.ts and the e2e tests both call this, so
- * the tests exercise the same body parsing, serialisation and error handling.
+ * the tests exercise the same admission, serialisation and error handling. Bodies are read
+ * later, by JsonBodyInterceptor, only for operations that take one.
  */
 export async function createApp(): Promise<NestExpressApplication> {
   const config = readAppConfig(process.env);
@@ -51,10 +52,11 @@ export async function createApp(): Promise<NestExpressApplication> {
       ],
     });
   }
+  app.use(createRequestLogger(logger));
+  // every request but the health probes, before routing: 404s and the docs are limited too
+  app.use(app.get(RequestAdmission).admit);
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
-  app.use(createRequestLogger(logger));
-  app.use(createJsonBodyMiddleware(config.bodyLimitBytes));
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
   serveOpenApi(app, buildOpenApiDocument(app, config));
   return app;

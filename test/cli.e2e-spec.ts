@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { TOKEN_CACHE_TTL_MS } from '../src/auth/tokens.service';
@@ -136,6 +137,55 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     expect(created.status).toBe(0);
     await createPlant(created.lastLine).expect(200);
     await new Promise((resolve) => setTimeout(resolve, 1100));
+    await createPlant(created.lastLine).expect(401);
+  });
+
+  it('refuses a lifetime beyond ten years before anything is written', async () => {
+    const before = (await testApp.query('SELECT id FROM api_tokens')).length;
+    for (const lifetime of ['3651d', '2920000d', '99999999999999d']) {
+      const result = cli(
+        'tokens',
+        'create',
+        '--name',
+        'forever',
+        '--expires-in',
+        lifetime,
+      );
+      expect([lifetime, result.status]).toEqual([lifetime, 1]);
+      expect(result.stderr).toMatch(
+        /a token lives at most 3650d \(ten years\)/,
+      );
+    }
+    expect(await testApp.query('SELECT id FROM api_tokens')).toHaveLength(
+      before,
+    );
+    const longest = cli(
+      'tokens',
+      'create',
+      '--name',
+      'decade',
+      '--expires-in',
+      '3650d',
+    );
+    expect(longest.status).toBe(0);
+    await createPlant(longest.lastLine).expect(200);
+  });
+
+  it('lists tokens despite a row whose expiry is not a time, and honours no such token', async () => {
+    const created = cli('tokens', 'create', '--name', 'damaged');
+    const [{ id }] = await testApp.query<{ id: string }>(
+      "SELECT id FROM api_tokens WHERE name = 'damaged'",
+    );
+    const db = new Database(join(folder.path, 'store.sqlite'));
+    db.prepare(
+      "UPDATE api_tokens SET expires_at = '0NaN-01-01 00:00:00.000' WHERE id = ?",
+    ).run(id);
+    db.close();
+    await new Promise((resolve) => setTimeout(resolve, TOKEN_CACHE_TTL_MS));
+
+    const listed = cli('tokens', 'list');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+damaged.*unreadable`));
     await createPlant(created.lastLine).expect(401);
   });
 

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import pino from 'pino';
 import { Agent } from 'node:http';
 import { portOf, sendRaw, type RawResponse } from './helpers/raw-http';
 import type { Doc } from './helpers/openapi-contract';
@@ -91,7 +92,46 @@ const nearValidBody = fc
       : `${base.slice(0, -1)},"${field}":${raw}}`;
   });
 
+/**
+ * Bodies of extreme shape within the body limit: nesting thousands deep (in an unknown
+ * property or in a field), arrays thousands wide, thousands of keys, long strings.
+ */
+const nested = (depth: number, open: string, close: string, inner = '1') =>
+  open.repeat(depth) + inner + close.repeat(depth);
+const extremeBody = fc.oneof(
+  fc
+    .tuple(
+      fc.integer({ min: 1, max: 5000 }),
+      fc.constantFrom('extra', 'name', 'tag', 'id'),
+      fc.constantFrom<[string, string]>(['[', ']'], ['{"a":', '}']),
+    )
+    .map(
+      ([depth, field, [open, close]]) =>
+        `{"id":1,"name":"x","${field}":${nested(depth, open, close)}}`,
+    ),
+  fc.integer({ min: 1, max: 7000 }).map((depth) => nested(depth, '[', ']', '')),
+  fc
+    .tuple(fc.integer({ min: 1, max: 4000 }), fc.constantFrom('name', 'extra'))
+    .map(
+      ([width, field]) =>
+        `{"id":2,"name":"x","${field}":[${Array<string>(width).fill('{}').join(',')}]}`,
+    ),
+  fc
+    .integer({ min: 1, max: 1500 })
+    .map(
+      (keys) =>
+        `{"id":3,"name":"x",${Array.from({ length: keys }, (_, key) => `"k${key}":${key}`).join(',')}}`,
+    ),
+  fc
+    .tuple(fc.integer({ min: 0, max: 16_000 }), fc.constantFrom('name', 'tag'))
+    .map(
+      ([length, field]) =>
+        `{"id":4,"name":"x","${field}":"${'\\u00e9'.repeat(length / 6)}${'y'.repeat(length % 6)}"}`,
+    ),
+);
+
 const postBody = fc.oneof(
+  extremeBody,
   validPlant.map(toJson),
   nearValidBody,
   fc.jsonValue().map((value) => JSON.stringify(value)),
@@ -155,6 +195,9 @@ const queryValue = fc.oneof(
   oddNumberText,
 );
 
+/** The app's token, once issued: a client that puts it in the query must not find it logged. */
+let TOKEN_IN_QUERY = '';
+
 const query = fc
   .record(
     {
@@ -162,6 +205,7 @@ const query = fc
       after: queryValue,
       tag: queryValue,
       other: queryValue,
+      access_token: fc.constant(null).map(() => TOKEN_IN_QUERY),
     },
     { requiredKeys: [] },
   )
@@ -176,10 +220,17 @@ describe('fuzzed requests against the real app (fast-check)', () => {
   let token: string;
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 
+  /** Every line the app logs during the run, at info level. */
+  const logged: string[] = [];
+
   beforeAll(async () => {
-    testApp = await startTestApp();
+    jest.spyOn(pino, 'destination').mockReturnValue({
+      write: (line: string) => logged.push(line),
+    } as unknown as ReturnType<typeof pino.destination>);
+    testApp = await startTestApp({ env: { LOG_LEVEL: 'info' } });
     port = await portOf(testApp.server);
     token = await testApp.issueToken();
+    TOKEN_IN_QUERY = token;
     contract = new ResponseContract(
       (await testApp.http().get('/openapi.json')).body as Doc,
     );
@@ -317,5 +368,15 @@ describe('fuzzed requests against the real app (fast-check)', () => {
       ),
       { numRuns: RUNS },
     );
+  });
+
+  it('logged every request, and no token: not from headers, not from query strings', () => {
+    expect(logged.length).toBeGreaterThan(4 * RUNS);
+    const text = logged.join('');
+    expect(text).toContain('"path":"/plants"');
+    expect(text).toContain('"query":[');
+    expect(text).not.toContain(token);
+    expect(text).not.toContain(token.slice(4));
+    expect(text).not.toMatch(/pst_[A-Za-z0-9_-]{43}/);
   });
 });

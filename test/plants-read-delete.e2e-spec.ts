@@ -260,5 +260,61 @@ describe('listing, reading and deleting plants', () => {
     it('answers 400 for a repeated limit', async () => {
       await get('/plants?limit=1&limit=2').expect(400);
     });
+
+    it.each(['tag[]=x', 'tag[0]=x', 'limit[a]=1', 'x]=1'])(
+      'answers 400 naming the parameter for %s, rather than ignore it',
+      async (query) => {
+        const response = await get(`/plants?${query}`).expect(400);
+        expect(response.body.message).toContain(
+          `query parameter ${JSON.stringify(query.split('=')[0])} is not a parameter`,
+        );
+      },
+    );
+  });
+});
+
+describe('a page of big plants', () => {
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({ env: { PAGE_MAX_BYTES: '4kb' } });
+  });
+
+  afterAll(() => testApp.close());
+
+  it('stops filling before its JSON passes PAGE_MAX_BYTES, and links to the rest', async () => {
+    const token = await testApp.issueToken();
+    const names = ['a', 'é', '\u0001', '"'].flatMap((char) =>
+      Array.from({ length: 3 }, (_, i) => `${i}${char.repeat(500)}`),
+    );
+    for (const [index, name] of names.entries()) {
+      await testApp
+        .http()
+        .post('/plants')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ id: index + 1, name, tag: 't'.repeat(index * 10) })
+        .expect(200);
+    }
+    const seen: string[] = [];
+    let path: string | undefined = '/plants?limit=1000';
+    let pages = 0;
+    while (path !== undefined) {
+      const response = await testApp
+        .http()
+        .get(path)
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200);
+      expect(Buffer.byteLength(response.text)).toBeLessThanOrEqual(4096);
+      const page = response.body as { name: string }[];
+      expect(page.length).toBeGreaterThan(0);
+      seen.push(...page.map((plant) => plant.name));
+      pages += 1;
+      const link = response.headers.link as string | undefined;
+      const next = link && new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]);
+      path = next ? next.pathname + next.search : undefined;
+      if (next) expect(next.searchParams.get('limit')).toBe('1000');
+    }
+    expect(seen).toEqual(names);
+    expect(pages).toBeGreaterThan(2);
   });
 });

@@ -185,6 +185,37 @@ describe('POST /plants', () => {
       ),
     );
 
+    it.each([
+      [
+        'an unknown property',
+        (deep: string) => `{"id":7,"name":"x","extra":${deep}}`,
+      ],
+      ['name', (deep: string) => `{"id":7,"name":${deep}}`],
+      ['the whole body', (deep: string) => deep],
+    ])(
+      'rejects arrays or objects nested past 32 levels in %s, saying where',
+      (_where, body) =>
+        Promise.all(
+          [
+            '['.repeat(3500) + ']'.repeat(3500),
+            '{"a":'.repeat(1300) + '1' + '}'.repeat(1300),
+            '['.repeat(33) + ']'.repeat(33),
+          ].map((deep) =>
+            expectRejected(
+              postRaw(body(deep)),
+              /^request body nests arrays or objects deeper than 32 levels \(at character \d+\)$/,
+            ),
+          ),
+        ),
+    );
+
+    it('accepts nesting up to 32 levels in a property it then drops', async () => {
+      const response = await postRaw(
+        `{"id":7032,"name":"x","extra":${'['.repeat(31)}${']'.repeat(31)}}`,
+      ).expect(200);
+      expect(response.text).toBe('{"id":7032,"name":"x"}');
+    });
+
     it('rejects a wrong Content-Type', () =>
       expectRejected(
         postRaw('{"id":7,"name":"x"}', 'text/plain'),

@@ -1,34 +1,96 @@
-import { describeWithRedis, TEST_REDIS_URL } from './helpers/redis';
+import { describeWithRedis, redisTestEnv } from './helpers/redis';
+import { freePort } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 describeWithRedis('rate limits shared through Redis (REDIS_URL)', () => {
   let instances: TestApp[];
+  let otherService: TestApp;
 
   beforeAll(async () => {
+    // an hour's window: no window can end while the test runs, wherever it began
     const env = {
-      REDIS_URL: TEST_REDIS_URL,
+      ...redisTestEnv(),
       RATE_LIMIT_PER_ADDRESS: '6',
-      RATE_LIMIT_WINDOW: '1m',
+      RATE_LIMIT_WINDOW: '1h',
     };
     instances = [await startTestApp({ env }), await startTestApp({ env })];
+    otherService = await startTestApp({ env: { ...env, ...redisTestEnv() } });
   });
 
   afterAll(async () => {
-    await Promise.all(instances.map((instance) => instance.close()));
+    await Promise.all(
+      [...instances, otherService].map((instance) => instance.close()),
+    );
   });
 
   it('counts one client across instances: 3 + 3 requests spend a limit of 6', async () => {
     const [a, b] = instances;
     for (let i = 0; i < 3; i += 1) {
-      await a.http().get('/health/live').expect(200);
-      await b.http().get('/health/live').expect(200);
+      await a.http().get('/openapi.json').expect(200);
+      await b.http().get('/nowhere').expect(404);
     }
-    const limitedOnA = await a.http().get('/health/live');
-    const limitedOnB = await b.http().get('/health/live');
+    const limitedOnA = await a.http().get('/openapi.json');
+    const limitedOnB = await b.http().get('/openapi.json');
     expect([limitedOnA.status, limitedOnB.status]).toEqual([429, 429]);
     expect(limitedOnB.body).toEqual({
       error: 429,
       message: expect.stringMatching(/^too many requests; retry after \d+ s$/),
     });
+    expect(Number(limitedOnB.headers['retry-after'])).toBeGreaterThan(3500);
+  });
+
+  it('keeps the counters of another key prefix (another service or test run) apart', async () => {
+    const response = await otherService.http().get('/openapi.json').expect(200);
+    expect(response.headers['ratelimit-remaining']).toBe('5');
+  });
+
+  it('blocks a guessing address on every instance, for the block duration', async () => {
+    // a pair of its own: the address has spent its request limit on the first pair
+    const env = {
+      ...redisTestEnv(),
+      RATE_LIMIT_BAD_TOKENS: '2',
+      RATE_LIMIT_WINDOW: '1h',
+    };
+    const [a, b] = [await startTestApp({ env }), await startTestApp({ env })];
+    instances.push(a, b);
+    const guess = (app: TestApp, digit: number) =>
+      app
+        .http()
+        .get('/plants')
+        .set('Authorization', `Bearer pst_${String(digit).repeat(43)}`);
+    await guess(a, 1).expect(401);
+    await guess(b, 2).expect(401);
+    const blocked = await guess(a, 3).expect(429);
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(800);
+    const token = await b.issueToken();
+    const alsoBlocked = await b
+      .http()
+      .get('/plants')
+      .set('Authorization', `Bearer ${token}`)
+      .expect(429);
+    expect(alsoBlocked.body.message).toMatch(
+      /^too many rejected tokens from this address; retry after \d+ s$/,
+    );
+  });
+});
+
+describe('rate limits while Redis does not answer', () => {
+  it('serves requests unlimited rather than refuse them', async () => {
+    const port = await freePort();
+    const app = await startTestApp({
+      env: {
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        REDIS_TIMEOUT: '200ms',
+        RATE_LIMIT_PER_ADDRESS: '1',
+      },
+    });
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const response = await app.http().get('/openapi.json').expect(200);
+        expect(response.headers['ratelimit-limit']).toBeUndefined();
+      }
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,17 +1,20 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { RateLimitModule } from '../common/rate-limit/rate-limit.module';
 import { BearerGuard } from './bearer.guard';
+import { RequestAdmission } from './request-admission';
 import { RouteAccessCheck } from './route-access.check';
 import { TokensModule } from './tokens.module';
 
 /**
- * Bearer authentication and scopes. BearerGuard is installed as a global guard in
- * app.module.ts, after the rate limit; RouteAccessCheck refuses to boot an app with a route
+ * Who a request is and whether it may come in: RequestAdmission proves tokens and applies the
+ * rate limits before routing (setup-app.ts), BearerGuard checks each route's access rule (the
+ * global guard of app.module.ts), and RouteAccessCheck refuses to boot an app with a route
  * that declares no access.
  */
 @Module({
-  imports: [TokensModule, DiscoveryModule],
-  providers: [BearerGuard, RouteAccessCheck],
-  exports: [TokensModule, BearerGuard],
+  imports: [TokensModule, RateLimitModule, DiscoveryModule],
+  providers: [BearerGuard, RequestAdmission, RouteAccessCheck],
+  exports: [TokensModule, BearerGuard, RequestAdmission],
 })
 export class AuthModule {}

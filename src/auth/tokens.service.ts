@@ -20,6 +20,13 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 export const TOKEN_CACHE_TTL_MS = 1000;
 const TOKEN_CACHE_SIZE = 10_000;
 
+/**
+ * The longest lifetime a token may be given: ten years (of 365 days). Far enough for any
+ * deployment, and far inside what every engine and JavaScript's Date can store exactly.
+ */
+export const MAX_TOKEN_LIFETIME_MS = 3650 * 24 * 60 * 60 * 1000;
+export const MAX_TOKEN_LIFETIME = '3650d';
+
 /** A cached answer of the database for one token hash; `record` is undefined for no such token. */
 interface CachedLookup {
   record: ApiToken | undefined;
@@ -41,8 +48,21 @@ function hashToken(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
 
+/** @throws RangeError, before anything is written, for an expiry the store cannot keep. */
+function assertLifetime(expiresAt: Date): void {
+  const lifetime = expiresAt.getTime() - Date.now();
+  if (!(lifetime <= MAX_TOKEN_LIFETIME_MS)) {
+    throw new RangeError(
+      `a token must expire within ${MAX_TOKEN_LIFETIME} (ten years)`,
+    );
+  }
+}
+
+/** Expired, or with an expiry that is not a time (a damaged row): no such token is honoured. */
 export function isExpired(token: ApiToken, now = new Date()): boolean {
-  return token.expiresAt !== null && token.expiresAt.getTime() <= now.getTime();
+  return (
+    token.expiresAt !== null && !(token.expiresAt.getTime() > now.getTime())
+  );
 }
 
 @Injectable()
@@ -59,6 +79,7 @@ export class TokensService {
 
   /** Issues a token; this is the only time it is seen in clear. */
   async issue({ name, scopes, expiresAt }: NewToken): Promise<IssuedToken> {
+    if (expiresAt !== undefined) assertLifetime(expiresAt);
     const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const record = this.tokens.create({
       id: randomUUID(),

@@ -24,8 +24,10 @@ export async function withService<S, T>(
   }
 }
 
+/** A time as ISO 8601; a stored value that is not a time is shown as such, not thrown on. */
 export function formatTime(date: Date | null): string {
-  return date === null ? '-' : date.toISOString();
+  if (date === null) return '-';
+  return Number.isNaN(date.getTime()) ? 'unreadable' : date.toISOString();
 }
 
 /** Left-aligned columns separated by two spaces, header first. */

@@ -1,7 +1,11 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ApiToken } from '../auth/api-token.entity';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '../auth/scopes';
-import { TokensService } from '../auth/tokens.service';
+import {
+  MAX_TOKEN_LIFETIME,
+  MAX_TOKEN_LIFETIME_MS,
+  TokensService,
+} from '../auth/tokens.service';
 import { parseDuration } from '../config/read-env';
 import {
   formatTable,
@@ -14,12 +18,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function parseLifetime(text: string): number {
   const ms = parseDuration(text);
+  if (ms === undefined && /^\d+(ms|s|m|h|d)$/.test(text.trim())) {
+    return tooLong();
+  }
   if (ms === undefined) {
     throw new InvalidArgumentError(
       'expected a positive duration such as 30m, 1h, 30d',
     );
   }
-  return ms;
+  return ms > MAX_TOKEN_LIFETIME_MS ? tooLong() : ms;
+}
+
+function tooLong(): never {
+  throw new InvalidArgumentError(
+    `a token lives at most ${MAX_TOKEN_LIFETIME} (ten years); create a new one before it expires`,
+  );
 }
 
 function parseScopes(text: string): Scope[] {
@@ -71,7 +84,7 @@ export function tokensCommand(output: CliOutput): Command {
     )
     .option(
       '--expires-in <duration>',
-      'lifetime such as 1h or 30d',
+      `lifetime such as 1h or 30d, at most ${MAX_TOKEN_LIFETIME}`,
       parseLifetime,
     )
     .action(

@@ -27,6 +27,8 @@ export interface AppConfig {
   publicBaseUrl: string;
   logLevel: LogLevel;
   bodyLimitBytes: number;
+  /** A list page stops filling before its JSON passes this, and links to the rest. */
+  pageMaxBytes: number;
   /** Origins allowed to call the API from a browser; empty means CORS is off. */
   corsOrigins: string[];
   /** The whole request, headers and body, must arrive within this. */
@@ -43,10 +45,14 @@ export interface AppConfig {
 export interface RateLimitConfig {
   /** Where instances share their counters; in memory, per instance, when unset. */
   redisUrl?: string;
+  /** Before every Redis key, so that services or test runs sharing one Redis never meet. */
+  redisKeyPrefix: string;
+  /** A Redis command or connection attempt that takes longer fails, and limits are not applied. */
+  redisTimeoutMs: number;
   windowMs: number;
   /** Requests per window for each bearer token. */
   perToken: number;
-  /** Requests per window for each client address, for requests without a bearer token. */
+  /** Requests per window for each client address, for requests without a proven token. */
   perAddress: number;
   /** Rejected tokens per window from one address before it is blocked. */
   badTokens: number;
@@ -92,6 +98,12 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     publicBaseUrl: readHttpUrl(env, 'PUBLIC_BASE_URL', 'http://localhost:3000'),
     logLevel: readChoice(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     bodyLimitBytes: readByteSize(env, 'BODY_LIMIT', 16 * 1024, 64 * 1024 ** 2),
+    pageMaxBytes: readByteSize(
+      env,
+      'PAGE_MAX_BYTES',
+      1024 ** 2,
+      64 * 1024 ** 2,
+    ),
     corsOrigins: readOrigins(env),
     requestTimeoutMs: readDuration(env, 'REQUEST_TIMEOUT', 30_000),
     headersTimeoutMs: readDuration(env, 'HEADERS_TIMEOUT', 10_000),
@@ -99,6 +111,8 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
     rateLimit: {
       redisUrl: readRedisUrl(env),
+      redisKeyPrefix: readString(env, 'REDIS_KEY_PREFIX', 'plant-store:'),
+      redisTimeoutMs: readDuration(env, 'REDIS_TIMEOUT', 500),
       windowMs: readDuration(env, 'RATE_LIMIT_WINDOW', 60_000),
       perToken: readInteger(env, 'RATE_LIMIT_PER_TOKEN', 6000, 1, 1e9),
       perAddress: readInteger(env, 'RATE_LIMIT_PER_ADDRESS', 600, 1, 1e9),

@@ -10,6 +10,7 @@ describe('readAppConfig', () => {
       publicBaseUrl: 'http://localhost:3000',
       logLevel: 'info',
       bodyLimitBytes: 16384,
+      pageMaxBytes: 1048576,
       corsOrigins: [],
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
@@ -17,6 +18,8 @@ describe('readAppConfig', () => {
       shutdownGracePeriodMs: 10_000,
       rateLimit: {
         redisUrl: undefined,
+        redisKeyPrefix: 'plant-store:',
+        redisTimeoutMs: 500,
         windowMs: 60_000,
         perToken: 6000,
         perAddress: 600,

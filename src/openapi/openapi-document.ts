@@ -1,4 +1,5 @@
-import type { INestApplication } from '@nestjs/common';
+import { NotFoundException, type INestApplication } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
 import {
   DocumentBuilder,
   getSchemaPath,
@@ -150,11 +151,43 @@ function addWebhooks(document: OpenAPIObject): void {
   );
 }
 
-/** Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public. */
+/**
+ * What the docs page loads, relative to /docs. The rest of swagger-ui-dist (source maps, its
+ * package.json, README and build logs: 12 MB) is not served.
+ */
+export const DOCS_PAGE_FILES: ReadonlySet<string> = new Set([
+  '/',
+  '/index.html',
+  '/swagger-ui-init.js',
+  '/swagger-ui.css',
+  '/swagger-ui-bundle.js',
+  '/swagger-ui-standalone-preset.js',
+  '/favicon-32x32.png',
+  '/favicon-16x16.png',
+]);
+
+function onlyTheDocsPage(
+  request: Request,
+  _response: Response,
+  next: NextFunction,
+): void {
+  if (DOCS_PAGE_FILES.has(request.path)) return next();
+  next(
+    new NotFoundException(
+      `Cannot ${request.method} ${request.baseUrl}${request.path}`,
+    ),
+  );
+}
+
+/**
+ * Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public, and rate
+ * limited like any route (RequestAdmission).
+ */
 export function serveOpenApi(
   app: INestApplication,
   document: OpenAPIObject,
 ): void {
+  app.use('/docs', onlyTheDocsPage);
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'openapi.json',
     yamlDocumentUrl: 'openapi.yaml',

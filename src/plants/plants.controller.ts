@@ -55,7 +55,7 @@ export class PlantsController {
     headers: {
       Link: {
         description:
-          'When more plants follow: `<url of the next page>; rel="next"`',
+          'When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service\'s page size bound (1 MiB by default); follow the link for the rest',
         schema: { type: 'string' },
       },
     },
@@ -64,7 +64,10 @@ export class PlantsController {
     @Query() query: ListPlantsQueryDto,
     @Res({ passthrough: true }) response: Response,
   ): Promise<Plant[]> {
-    const { plants, hasMore } = await this.plantsService.list(query);
+    const { items: plants, hasMore } = await this.plantsService.list(
+      query,
+      this.config.pageMaxBytes,
+    );
     if (hasMore) {
       const next = new URLSearchParams({ limit: String(query.limit) });
       if (query.tag !== undefined) next.set('tag', query.tag);

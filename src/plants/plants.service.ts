@@ -1,13 +1,27 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
+import {
+  boundedPage,
+  jsonStringBytes,
+  jsonStringBytesAtMost,
+  type JsonSize,
+  type Page,
+} from '../common/pagination/byte-bounded-page';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
 import { PlantsRepository, type PlantPageQuery } from './plants.repository';
 
-export interface PlantPage {
-  plants: Plant[];
-  /** Set when more plants follow the last one of this page. */
-  hasMore: boolean;
-}
+/** A plant's JSON, `{"id":…,"name":…,"tag":…}`, in bytes: bounded cheaply, or exactly. */
+const PLANT_JSON_SIZE: JsonSize<Plant> = {
+  atMost: ({ name, tag }) =>
+    35 +
+    jsonStringBytesAtMost(name.length) +
+    (tag === null ? 0 : 7 + jsonStringBytesAtMost(tag.length)),
+  exactly: ({ id, name, tag }) =>
+    15 +
+    String(id).length +
+    jsonStringBytes(name) +
+    (tag === null ? 0 : 7 + jsonStringBytes(tag)),
+};
 
 @Injectable()
 export class PlantsService {
@@ -24,16 +38,14 @@ export class PlantsService {
     return plant;
   }
 
-  /** Keyset pagination: an index range scan from `after`, whatever the table's size. */
-  async list(query: PlantPageQuery): Promise<PlantPage> {
-    const plants = await this.plants.page({
-      ...query,
-      limit: query.limit + 1,
-    });
-    return {
-      plants: plants.slice(0, query.limit),
-      hasMore: plants.length > query.limit,
-    };
+  /**
+   * Keyset pagination: an index range scan from `after`, whatever the table's size. A page
+   * holds at most `query.limit` plants, and stops earlier where its JSON would pass `maxBytes`
+   * (docs/decisions.md, "Listing plants").
+   */
+  async list(query: PlantPageQuery, maxBytes: number): Promise<Page<Plant>> {
+    const rows = await this.plants.page({ ...query, limit: query.limit + 1 });
+    return boundedPage(rows, query.limit, maxBytes, PLANT_JSON_SIZE);
   }
 
   async findOne(id: bigint): Promise<Plant> {

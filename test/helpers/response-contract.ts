@@ -78,8 +78,9 @@ export class ResponseContract {
       : undefined;
     let schema: unknown;
     if (!operation) {
-      if (response.status !== 404)
-        return `${where}: no operation is documented for it, so only a 404 Error may answer`;
+      // an unknown path is rate limited like any other (RequestAdmission runs before routing)
+      if (response.status !== 404 && response.status !== 429)
+        return `${where}: no operation is documented for it, so only a 404 or 429 Error may answer`;
       schema = { $ref: '#/components/schemas/Error' };
     } else {
       const documented = ((operation as Doc).responses as Doc)[

@@ -6,14 +6,38 @@ import type { AppConfig } from '../../config/app.config';
 
 const REQUEST_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** What a token looks like (TokensService), wherever a client put one by mistake. */
+const TOKEN_LIKE = /pst_[A-Za-z0-9_-]{43}/g;
+
+/**
+ * The path and the names of the query parameters, never their values, which may hold a token
+ * (`?access_token=...`) or anything else a client should not find in our logs.
+ */
+export function loggableTarget(originalUrl: string): {
+  path: string;
+  query?: string[];
+} {
+  const mark = originalUrl.indexOf('?');
+  const rawPath = mark === -1 ? originalUrl : originalUrl.slice(0, mark);
+  const path = rawPath.includes('pst_')
+    ? rawPath.replace(TOKEN_LIKE, 'pst_[redacted]')
+    : rawPath;
+  if (mark === -1) return { path };
+  const names = new Set<string>();
+  for (const name of new URLSearchParams(originalUrl.slice(mark + 1)).keys()) {
+    names.add(name.replace(TOKEN_LIKE, 'pst_[redacted]'));
+  }
+  return { path, query: [...names] };
+}
+
 /** Requests carry the id their log lines are tagged with. */
 export interface RequestWithId extends Request {
   id?: string;
 }
 
 /**
- * Structured JSON logs (pino). Nothing here ever logs headers, so tokens never reach them
- * (docs/decisions.md, "Authentication").
+ * Structured JSON logs (pino). Nothing here ever logs headers or query values, so tokens never
+ * reach them (docs/decisions.md, "Authentication").
  */
 export function createRootLogger(config: AppConfig): Pino {
   return pino(
@@ -45,10 +69,12 @@ export function createRequestLogger(logger: Pino) {
     const started = performance.now();
     response.once('close', () => {
       const statusCode = response.statusCode;
+      // a client that hung up is its own business: no status was sent unless headers were
+      const aborted = !response.writableFinished;
       const level =
-        statusCode >= 500 || !response.writableFinished
+        statusCode >= 500
           ? 'error'
-          : statusCode >= 400
+          : statusCode >= 400 || aborted
             ? 'warn'
             : 'info';
       if (!logger.isLevelEnabled(level)) return;
@@ -56,12 +82,12 @@ export function createRequestLogger(logger: Pino) {
         {
           reqId: id,
           method: request.method,
-          url: request.originalUrl,
-          statusCode,
+          ...loggableTarget(request.originalUrl),
+          ...(aborted && !response.headersSent ? {} : { statusCode }),
           responseTime: Math.round(performance.now() - started),
-          ...(response.writableFinished ? {} : { aborted: true }),
+          ...(aborted ? { aborted: true } : {}),
         },
-        'request completed',
+        aborted ? 'request aborted by the client' : 'request completed',
       );
     });
     next();

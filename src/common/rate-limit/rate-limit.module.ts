@@ -1,41 +1,30 @@
 import { Module } from '@nestjs/common';
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import { ThrottlerModule } from '@nestjs/throttler';
 import { appConfig, type AppConfig } from '../../config/app.config';
-import { FixedWindowStorage } from './fixed-window.storage';
-import { RateLimitGuard } from './rate-limit.guard';
+import { MemoryCounters } from './memory-counters';
+import { RateLimitCounters } from './rate-limit-counters';
+import { RateLimiter } from './rate-limiter';
+import { RedisCounters } from './redis-counters';
 
 /**
- * Request rate limits, per token and per client address (RateLimitGuard, installed as the
- * first global guard in app.module.ts), kept in the throttler's storage (Redis when REDIS_URL
- * is set, fixed windows in memory otherwise), which BearerGuard also uses to count rejected
- * tokens.
+ * Rate limits (RateLimiter), counted in Redis when REDIS_URL is set, so that every instance
+ * shares them, and in memory otherwise. RequestAdmission applies them to every request.
  */
 @Module({
-  imports: [
-    ThrottlerModule.forRootAsync({
+  providers: [
+    {
+      provide: RateLimitCounters,
       inject: [appConfig.KEY],
-      useFactory: (config: AppConfig) => ({
-        // shared by every instance when REDIS_URL is set; commands fail fast while Redis is
-        // away, and the guards then let requests through rather than fail them
-        storage: config.rateLimit.redisUrl
-          ? new ThrottlerStorageRedisService(config.rateLimit.redisUrl, {
-              maxRetriesPerRequest: 1,
-              enableOfflineQueue: false,
+      useFactory: ({ rateLimit }: AppConfig): RateLimitCounters =>
+        rateLimit.redisUrl
+          ? new RedisCounters({
+              url: rateLimit.redisUrl,
+              keyPrefix: rateLimit.redisKeyPrefix,
+              timeoutMs: rateLimit.redisTimeoutMs,
             })
-          : new FixedWindowStorage(),
-        // the module insists on a throttler; RateLimitGuard reads its limits from AppConfig
-        throttlers: [
-          {
-            name: 'requests',
-            ttl: config.rateLimit.windowMs,
-            limit: config.rateLimit.perToken,
-          },
-        ],
-      }),
-    }),
+          : new MemoryCounters(),
+    },
+    RateLimiter,
   ],
-  providers: [RateLimitGuard],
-  exports: [RateLimitGuard],
+  exports: [RateLimiter],
 })
 export class RateLimitModule {}

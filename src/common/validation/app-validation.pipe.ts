@@ -5,7 +5,7 @@ import {
   ValidationPipe,
   type ValidationError,
 } from '@nestjs/common';
-import { UnreadableBody } from '../json/json-body.middleware';
+import { UnreadableBody } from '../json/json-body';
 
 function collectMessages(errors: ValidationError[]): string[] {
   return errors.flatMap((error) => [
@@ -20,6 +20,21 @@ function describeJsonType(value: unknown): string {
   if (typeof value === 'string') return 'a string';
   if (typeof value === 'boolean') return 'a boolean';
   return 'a number';
+}
+
+/**
+ * Query parameters have plain names: `tag[]=x` would otherwise be dropped as an unknown
+ * parameter, and the request answered as if it had no filter at all.
+ */
+function assertPlainQueryNames(query: unknown): void {
+  if (typeof query !== 'object' || query === null) return;
+  const bracketed = Object.keys(query).find((name) => /[[\]]/.test(name));
+  if (bracketed !== undefined) {
+    const plain = bracketed.replace(/[[\]].*$/, '') || bracketed;
+    throw new BadRequestException(
+      `query parameter ${JSON.stringify(bracketed)} is not a parameter: give each parameter once, by its plain name (${plain}=...)`,
+    );
+  }
 }
 
 /**
@@ -52,6 +67,7 @@ export class AppValidationPipe extends ValidationPipe {
     value: unknown,
     metadata: ArgumentMetadata,
   ): Promise<unknown> {
+    if (metadata.type === 'query') assertPlainQueryNames(value);
     if (metadata.type === 'body') {
       if (value instanceof UnreadableBody) {
         throw new BadRequestException(value.reason);

@@ -1,13 +1,19 @@
 import { parse as parseContentType } from 'content-type';
-import { raw, type NextFunction, type Request, type Response } from 'express';
+import { raw, type Request, type Response } from 'express';
 import { parseLosslessJson } from './lossless-json';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * A request body that could not be read as JSON, and why. It is left in `req.body` for the
- * handler that takes a body to reject (AppValidationPipe): a route that reads no body ignores
- * it, and an unknown route stays a 404.
+ * Arrays and objects may nest this deep in a body, and no deeper: every body the API takes is
+ * two levels at most, and each level costs a stack frame in every later step that walks it
+ * (class-transformer's recursion overflowed past about 1,300 levels).
+ */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * A request body that could not be read as JSON, and why. It is left in `req.body` for
+ * AppValidationPipe to reject with a 400.
  */
 export class UnreadableBody {
   constructor(readonly reason: string) {}
@@ -56,6 +62,35 @@ function describeContentTypeProblem(req: Request): string | undefined {
   return undefined;
 }
 
+/**
+ * Where the text nests arrays or objects deeper than `maxDepth`, as a message; undefined when it
+ * does not. One pass over the characters, before any parser recurses into them.
+ */
+export function describeExcessiveNesting(
+  text: string,
+  maxDepth = MAX_BODY_DEPTH,
+): string | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c /* \ */) index += 1;
+      else if (char === 0x22 /* " */) inString = false;
+    } else if (char === 0x22) {
+      inString = true;
+    } else if (char === 0x5b /* [ */ || char === 0x7b /* { */) {
+      depth += 1;
+      if (depth > maxDepth) {
+        return `request body nests arrays or objects deeper than ${maxDepth} levels (at character ${index + 1})`;
+      }
+    } else if (char === 0x5d /* ] */ || char === 0x7d /* } */) {
+      depth -= 1;
+    }
+  }
+  return undefined;
+}
+
 function parseBody(req: Request, bytes: Buffer): unknown {
   const contentTypeProblem = describeContentTypeProblem(req);
   if (contentTypeProblem) return new UnreadableBody(contentTypeProblem);
@@ -65,6 +100,8 @@ function parseBody(req: Request, bytes: Buffer): unknown {
   } catch {
     return new UnreadableBody('request body is not valid UTF-8');
   }
+  const nesting = describeExcessiveNesting(text);
+  if (nesting) return new UnreadableBody(nesting);
   try {
     return parseLosslessJson(text);
   } catch (error) {
@@ -74,32 +111,30 @@ function parseBody(req: Request, bytes: Buffer): unknown {
 }
 
 /**
- * Reads any request body as bytes (up to the limit, draining the rest) and parses it as
+ * A reader of request bodies: the bytes (up to the limit, draining the rest), parsed as
  * lossless JSON into `req.body`: a value, undefined for no body, or an UnreadableBody.
  */
-export function createJsonBodyMiddleware(limitBytes: number) {
+export function createJsonBodyReader(limitBytes: number) {
   const readBytes = raw({
     type: () => true,
     limit: limitBytes,
     inflate: false,
   });
-  return function readJsonBody(
-    req: Request,
-    res: Response,
-    next: NextFunction,
-  ) {
-    readBytes(req, res, (error?: unknown) => {
-      const bytes: unknown = req.body;
-      if (error) {
-        req.body = new UnreadableBody(
-          describeReadingError(error as BodyReadingError),
-        );
-      } else if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
-        req.body = undefined;
-      } else {
-        req.body = parseBody(req, bytes);
-      }
-      next();
+  return function readJsonBody(req: Request, res: Response): Promise<void> {
+    return new Promise((resolve) => {
+      readBytes(req, res, (error?: unknown) => {
+        const bytes: unknown = req.body;
+        if (error) {
+          req.body = new UnreadableBody(
+            describeReadingError(error as BodyReadingError),
+          );
+        } else if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
+          req.body = undefined;
+        } else {
+          req.body = parseBody(req, bytes);
+        }
+        resolve();
+      });
     });
   };
 }

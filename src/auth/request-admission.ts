@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { bearerTokenOf } from '../common/http/bearer-token';
+import { RateLimiter } from '../common/rate-limit/rate-limiter';
+import { HEALTH_PROBE_PATHS } from '../health/health-probes';
+import type { ApiToken } from './api-token.entity';
+import { TokensService } from './tokens.service';
+
+/** A request as RequestAdmission leaves it for BearerGuard. */
+export interface AdmittedRequest extends Request {
+  /**
+   * The live token the request presented; null when the token it presented is unknown,
+   * revoked or expired; undefined when it presented none.
+   */
+  bearer?: ApiToken | null;
+}
+
+/**
+ * The first word on every request but the health probes, before routing, so that unknown
+ * paths, the docs and the OpenAPI document are limited like any route:
+ * 1. an address blocked for guessing tokens gets 429 for any request with a token, before the
+ *    token store is touched;
+ * 2. a presented token is proven (or counted as a rejected guess) once, here;
+ * 3. the request is charged to its proven token, or else to its client address: a token that
+ *    is not proven never chooses the counter.
+ * Which routes need which token is BearerGuard's, after routing; no body has been read yet
+ * (JsonBodyInterceptor reads it once the guards have passed).
+ */
+@Injectable()
+export class RequestAdmission {
+  constructor(
+    private readonly tokens: TokensService,
+    private readonly limiter: RateLimiter,
+  ) {}
+
+  /** Express middleware, installed in setup-app.ts before any route. */
+  readonly admit = (
+    request: AdmittedRequest,
+    response: Response,
+    next: NextFunction,
+  ): void => {
+    if (HEALTH_PROBE_PATHS.has(request.path)) return next();
+    this.admitted(request, response).then(() => next(), next);
+  };
+
+  private async admitted(
+    request: AdmittedRequest,
+    response: Response,
+  ): Promise<void> {
+    const address = request.ip ?? '';
+    const presented = bearerTokenOf(request);
+    if (presented === undefined) {
+      return this.limiter.chargeRequest(response, { address });
+    }
+    await this.limiter.refuseBlockedAddress(address);
+    const token = await this.tokens.authenticate(presented);
+    request.bearer = token ?? null;
+    if (!token) {
+      await this.limiter.countRejectedToken(address);
+      return this.limiter.chargeRequest(response, { address });
+    }
+    return this.limiter.chargeRequest(response, { tokenId: token.id });
+  }
+}

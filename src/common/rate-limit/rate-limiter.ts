@@ -1,0 +1,100 @@
+import { HttpStatus, Inject, Injectable } from '@nestjs/common';
+import type { Response } from 'express';
+import { appConfig, type AppConfig } from '../../config/app.config';
+import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import { RateLimitCounters, type Count } from './rate-limit-counters';
+
+/** The 429 of every limit, with `Retry-After` in whole seconds. */
+export function tooManyRequests(retryAfterMs: number, what: string) {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new HttpErrorWithHeaders(
+    HttpStatus.TOO_MANY_REQUESTS,
+    `too many ${what}; retry after ${seconds} s`,
+    { 'Retry-After': String(seconds) },
+  );
+}
+
+/** Who a request is charged to: a proven token, or else the address it came from. */
+export type Payer = { tokenId: string } | { address: string };
+
+/**
+ * The limits of docs/decisions.md, "Rate limits": requests per proven token or per client
+ * address, and rejected tokens per address. While the counters are unavailable the limits are
+ * not applied: serving unlimited beats refusing everyone.
+ */
+@Injectable()
+export class RateLimiter {
+  constructor(
+    private readonly counters: RateLimitCounters,
+    @Inject(appConfig.KEY) private readonly config: AppConfig,
+  ) {}
+
+  /**
+   * Counts a request against its payer's limit and says so in `RateLimit-*` headers.
+   * @throws 429 past the limit
+   */
+  async chargeRequest(response: Response, payer: Payer): Promise<void> {
+    const { perToken, perAddress, windowMs } = this.config.rateLimit;
+    const [key, limit] =
+      'tokenId' in payer
+        ? [`requests:token:${payer.tokenId}`, perToken]
+        : [`requests:address:${payer.address}`, perAddress];
+    const count = await this.tried(
+      this.counters.hit(key, { windowMs, limit, blockMs: 0 }),
+    );
+    if (!count) return;
+    response.setHeader('RateLimit-Limit', limit);
+    response.setHeader('RateLimit-Remaining', Math.max(0, limit - count.hits));
+    response.setHeader('RateLimit-Reset', Math.ceil(count.resetMs / 1000));
+    if (count.blockedMs > 0) throw tooManyRequests(count.blockedMs, 'requests');
+  }
+
+  /**
+   * An address blocked for guessing tokens is refused before its token is looked at.
+   * @throws 429 while the address is blocked
+   */
+  async refuseBlockedAddress(address: string): Promise<void> {
+    const blockedMs = await this.tried(
+      this.counters.blockedFor(rejectedTokensKey(address)),
+    );
+    if (blockedMs) {
+      throw tooManyRequests(blockedMs, 'rejected tokens from this address');
+    }
+  }
+
+  /**
+   * Counts a token that proved to be unknown, revoked or expired.
+   * @throws 429 when that takes the address past its limit of rejected tokens
+   */
+  async countRejectedToken(address: string): Promise<void> {
+    const { badTokens, windowMs, badTokenBlockMs } = this.config.rateLimit;
+    const count = await this.tried(
+      this.counters.hit(rejectedTokensKey(address), {
+        windowMs,
+        limit: badTokens,
+        blockMs: badTokenBlockMs,
+      }),
+    );
+    if (count && count.blockedMs > 0) {
+      throw tooManyRequests(
+        count.blockedMs,
+        'rejected tokens from this address',
+      );
+    }
+  }
+
+  /** The counters' answer, or undefined when they are unavailable (RedisCounters logs it). */
+  private async tried<T extends Count | number>(
+    answer: Promise<T>,
+  ): Promise<T | undefined> {
+    try {
+      return await answer;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function rejectedTokensKey(address: string): string {
+  return `rejected-tokens:${address}`;
+}

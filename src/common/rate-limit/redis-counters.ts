@@ -1,0 +1,135 @@
+import {
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import Redis from 'ioredis';
+import type {
+  Count,
+  CounterRule,
+  RateLimitCounters,
+} from './rate-limit-counters';
+
+/**
+ * One hit, atomically: count it in a window that starts at the key's first hit, and past the
+ * limit block the key, for `blockMs` under a key of its own, or to the window's end.
+ * KEYS: counter, block. ARGV: windowMs, limit, blockMs. Returns hits, resetMs, blockedMs.
+ */
+const HIT_SCRIPT = `
+local blocked = redis.call('PTTL', KEYS[2])
+local hits = redis.call('INCR', KEYS[1])
+local reset = redis.call('PTTL', KEYS[1])
+if reset < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  reset = tonumber(ARGV[1])
+end
+if blocked < 0 then blocked = 0 end
+if blocked == 0 and hits > tonumber(ARGV[2]) then
+  if tonumber(ARGV[3]) > 0 then
+    redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+    blocked = tonumber(ARGV[3])
+  else
+    blocked = reset
+  end
+end
+return {hits, reset, blocked}
+`;
+
+interface CountingRedis extends Redis {
+  hit(
+    counterKey: string,
+    blockKey: string,
+    windowMs: number,
+    limit: number,
+    blockMs: number,
+  ): Promise<[number, number, number]>;
+}
+
+export interface RedisCountersOptions {
+  url: string;
+  /** Put before every key, so that services or test runs sharing a Redis do not meet. */
+  keyPrefix: string;
+  /** A command or connection attempt that takes longer fails, and the limit is not applied. */
+  timeoutMs: number;
+}
+
+/**
+ * Counters shared by every instance through Redis. Commands fail at once while Redis is away
+ * (no offline queue, no retry) and within `timeoutMs` when it does not answer; RateLimiter
+ * then lets the request through. Each change between reachable and not is logged once.
+ */
+export class RedisCounters
+  implements RateLimitCounters, OnModuleInit, OnModuleDestroy
+{
+  private readonly logger = new Logger('RateLimitCounters');
+  private readonly redis: CountingRedis;
+  private reachable = true;
+  private readonly timeoutMs: number;
+
+  constructor({ url, keyPrefix, timeoutMs }: RedisCountersOptions) {
+    this.timeoutMs = timeoutMs;
+    this.redis = new Redis(url, {
+      keyPrefix,
+      commandTimeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    }) as CountingRedis;
+    this.redis.defineCommand('hit', { numberOfKeys: 2, lua: HIT_SCRIPT });
+    this.redis.on('error', (error: Error) => this.lost(error));
+  }
+
+  /**
+   * Waits (at most the timeout) for the connection, so that the first requests are counted:
+   * without an offline queue, a command sent before it is ready fails, and is not counted.
+   */
+  onModuleInit(): Promise<void> {
+    if (this.redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.redis.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, this.timeoutMs);
+      this.redis.once('ready', done);
+    });
+  }
+
+  async hit(key: string, { windowMs, limit, blockMs }: CounterRule) {
+    const [hits, resetMs, blockedMs] = await this.answered(
+      this.redis.hit(`${key}:hits`, `${key}:block`, windowMs, limit, blockMs),
+    );
+    return { hits, resetMs, blockedMs } satisfies Count;
+  }
+
+  async blockedFor(key: string): Promise<number> {
+    return Math.max(0, await this.answered(this.redis.pttl(`${key}:block`)));
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private async answered<T>(command: Promise<T>): Promise<T> {
+    try {
+      const result = await command;
+      if (!this.reachable) {
+        this.reachable = true;
+        this.logger.log('Redis answers again: rate limits apply');
+      }
+      return result;
+    } catch (error) {
+      this.lost(error as Error);
+      throw error;
+    }
+  }
+
+  private lost(error: Error): void {
+    if (!this.reachable) return;
+    this.reachable = false;
+    this.logger.warn(
+      `Redis does not answer (${error.message}): rate limits are not applied until it does`,
+    );
+  }
+}
