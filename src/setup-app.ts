@@ -1,9 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import helmet from 'helmet';
 import { AppModule } from './app.module';
 import { RequestAdmission } from './auth/request-admission';
 import { HardenedExpressAdapter } from './common/http/hardened-express.adapter';
+import { securityHeaders } from './common/http/security-headers';
 import { ShutdownGate } from './common/http/shutdown-gate';
 import {
   createRequestLogger,
@@ -30,16 +30,7 @@ export async function createApp(): Promise<NestExpressApplication> {
   app.useLogger(new PinoNestLogger(logger));
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
-  app.use(
-    helmet({
-      // the service speaks plain HTTP (docs/decisions.md, "Base URL and versioning"); TLS,
-      // and HSTS with it, belong to a proxy
-      strictTransportSecurity: false,
-      contentSecurityPolicy: {
-        directives: { 'upgrade-insecure-requests': null },
-      },
-    }),
-  );
+  app.use(securityHeaders());
   if (config.corsOrigins.length > 0) {
     app.enableCors({
       origin: config.corsOrigins,

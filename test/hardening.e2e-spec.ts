@@ -1,8 +1,10 @@
-import { statSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
+import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
+import { fixedSecurityHeaders } from '../src/common/http/security-headers';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */
 function slowClient(port: number, send: (socket: Socket) => void) {
@@ -165,10 +167,119 @@ describe('hardening', () => {
       expect(received).toMatch(/^HTTP\/1\.1 400 /);
       expect(received).toContain('"error":400');
     });
+
+    it('gives protocol errors the security headers and a request id of every other answer', async () => {
+      const ordinary = await testApp.http().get('/health/live').expect(200);
+      const { received } = await slowClient(port, (socket) =>
+        socket.write('not http at all\r\n\r\n'),
+      );
+      const head = received.slice(0, received.indexOf('\r\n\r\n'));
+      const raw = new Map(
+        head
+          .split('\r\n')
+          .slice(1)
+          .map((line) => {
+            const colon = line.indexOf(':');
+            return [
+              line.slice(0, colon).toLowerCase(),
+              line.slice(colon + 1).trim(),
+            ] as const;
+          }),
+      );
+      const helmetHeaders = Object.keys(fixedSecurityHeaders()).map((name) =>
+        name.toLowerCase(),
+      );
+      expect(helmetHeaders).toEqual(
+        expect.arrayContaining([
+          'content-security-policy',
+          'x-content-type-options',
+          'x-frame-options',
+        ]),
+      );
+      for (const name of helmetHeaders) {
+        expect([name, raw.get(name)]).toEqual([name, ordinary.headers[name]]);
+      }
+      expect(raw.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    });
+  });
+});
+
+describe('connections per client address (MAX_CONNECTIONS_PER_ADDRESS)', () => {
+  let testApp: TestApp;
+  let port: number;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({ env: { MAX_CONNECTIONS_PER_ADDRESS: '3' } });
+    port = await portOf(testApp.server);
+  });
+
+  afterAll(() => testApp.close());
+
+  const open = () =>
+    new Promise<Socket>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => resolve(socket));
+      socket.on('error', reject);
+    });
+  const answerOf = (socket: Socket, request = '') =>
+    new Promise<string>((resolve) => {
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      socket.on('close', () => resolve(received));
+      if (request) socket.write(request);
+    });
+
+  it('refuses a connection past the cap with a 429 Error, and takes one again when another closes', async () => {
+    const held = [await open(), await open(), await open()];
+    const refused = await answerOf(await open());
+    expect(refused).toMatch(/^HTTP\/1\.1 429 /);
+    expect(refused).toContain(
+      '{"error":429,"message":"too many connections from this address: at most 3 at a time"}',
+    );
+    held[0].destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const served = await answerOf(
+      await open(),
+      'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(served).toMatch(/^HTTP\/1\.1 200 /);
+    held.forEach((socket) => socket.destroy());
   });
 });
 
 describe('the database file', () => {
+  it('and its folder, when they already exist open to others, are tightened, and the boot says so', async () => {
+    const folder = makeTempFolder();
+    const databaseFile = join(folder.path, 'loose', 'store.sqlite');
+    try {
+      mkdirSync(join(folder.path, 'loose'), { mode: 0o755 });
+      chmodSync(join(folder.path, 'loose'), 0o755);
+      writeFileSync(databaseFile, '', { mode: 0o644 });
+      chmodSync(databaseFile, 0o644);
+      const warned: string[] = [];
+      const warn = jest
+        .spyOn(Logger.prototype, 'warn')
+        .mockImplementation((message: unknown) => {
+          warned.push(String(message));
+        });
+      try {
+        const testApp = await startTestApp({ databaseFile });
+        await testApp.close();
+      } finally {
+        warn.mockRestore();
+      }
+      expect(statSync(join(folder.path, 'loose')).mode & 0o777).toBe(0o700);
+      expect(statSync(databaseFile).mode & 0o777).toBe(0o600);
+      expect(warned).toEqual(
+        expect.arrayContaining([
+          `${join(folder.path, 'loose')} was mode 755, open to other users; made it 700`,
+          `${databaseFile} was mode 644, open to other users; made it 600`,
+        ]),
+      );
+    } finally {
+      folder.remove();
+    }
+  });
+
   it('and its folder are created readable by the service user only', async () => {
     const folder = makeTempFolder();
     const databaseFile = join(folder.path, 'fresh', 'store.sqlite');

@@ -93,9 +93,21 @@ describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
       }),
     ]);
 
+    const [{ secret: before }] = await testApp.query<{ secret: string }>(
+      'SELECT secret FROM webhook_subscriptions WHERE id = ?',
+      subscription.id,
+    );
+    expect(before).toMatch(/^whsec_/);
     await call('delete', `/webhooks/subscriptions/${subscription.id}`).expect(
       204,
     );
+    // the row stays for its deliveries' history; the key that signed for it does not
+    expect(
+      await testApp.query(
+        'SELECT secret FROM webhook_subscriptions WHERE id = ?',
+        subscription.id,
+      ),
+    ).toEqual([{ secret: '' }]);
     await call('get', `/webhooks/subscriptions/${subscription.id}`).expect(404);
     await call('delete', `/webhooks/subscriptions/${subscription.id}`).expect(
       404,

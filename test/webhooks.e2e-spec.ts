@@ -414,6 +414,8 @@ describe('plant-added webhooks to private networks', () => {
     'http://[fd00:ec2::254]/hook',
     'http://[::ffff:192.168.1.1]/hook',
     'http://100.100.100.200/hook',
+    'http://[::127.0.0.1]/hook',
+    'http://[::a00:7]/hook',
   ])(
     'refuses to subscribe %s without WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
     async (url) => {
@@ -442,6 +444,8 @@ describe('plant-added webhooks to private networks', () => {
       (delivery) => (delivery?.attempts ?? 0) >= 1,
     );
     expect(row?.lastError).toMatch(/127\.0\.0\.1 is not a public address/);
+    // no later attempt could fare better: failed at once, not retried for a day
+    expect(row).toMatchObject({ status: 'failed', attempts: 1 });
     expect(inside.received).toHaveLength(0);
   });
 });

@@ -37,6 +37,8 @@ export interface AppConfig {
   headersTimeoutMs: number;
   /** An idle kept-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
+  /** Connections one client address may hold open at once; 0 for no cap. */
+  maxConnectionsPerAddress: number;
   /** On SIGTERM, in-flight requests get this long to finish before they are cut. */
   shutdownGracePeriodMs: number;
   rateLimit: RateLimitConfig;
@@ -108,6 +110,13 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     requestTimeoutMs: readDuration(env, 'REQUEST_TIMEOUT', 30_000),
     headersTimeoutMs: readDuration(env, 'HEADERS_TIMEOUT', 10_000),
     keepAliveTimeoutMs: readDuration(env, 'KEEP_ALIVE_TIMEOUT', 5_000),
+    maxConnectionsPerAddress: readInteger(
+      env,
+      'MAX_CONNECTIONS_PER_ADDRESS',
+      256,
+      0,
+      1_000_000,
+    ),
     shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
     rateLimit: {
       redisUrl: readRedisUrl(env),

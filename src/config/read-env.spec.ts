@@ -15,6 +15,7 @@ describe('readAppConfig', () => {
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       keepAliveTimeoutMs: 5_000,
+      maxConnectionsPerAddress: 256,
       shutdownGracePeriodMs: 10_000,
       rateLimit: {
         redisUrl: undefined,

@@ -1,4 +1,11 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  statSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
@@ -71,10 +78,40 @@ export function createDataSourceOptions(
 
 /**
  * The SQLite file and its folder, created readable by the service's user only when missing.
- * SQLite gives its -wal and -shm files the database file's permissions.
+ * SQLite gives its -wal and -shm files the database file's permissions. An existing folder or
+ * file that others may read is tightened when the service's user owns it, and reported either
+ * way: the messages are returned for the caller to log.
  */
-export function ensureDatabaseFolder(config: DatabaseConfig): void {
-  if (config.engine !== 'sqlite' || config.sqlitePath === ':memory:') return;
-  mkdirSync(dirname(config.sqlitePath), { recursive: true, mode: 0o700 });
+export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
+  if (config.engine !== 'sqlite' || config.sqlitePath === ':memory:') return [];
+  const folder = dirname(config.sqlitePath);
+  const notes: string[] = [];
+  if (existsSync(folder)) notes.push(...tightened(folder, 0o700));
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  for (const file of [
+    config.sqlitePath,
+    `${config.sqlitePath}-wal`,
+    `${config.sqlitePath}-shm`,
+  ]) {
+    if (existsSync(file)) notes.push(...tightened(file, 0o600));
+  }
   closeSync(openSync(config.sqlitePath, 'a', 0o600));
+  return notes;
+}
+
+/** Makes `path` no more open than `mode` when the service's user owns it; says what it did. */
+function tightened(path: string, mode: number): string[] {
+  const { mode: current, uid } = statSync(path);
+  const loose = current & 0o777 & ~mode;
+  if (loose === 0) return [];
+  const was = (current & 0o777).toString(8);
+  if (uid !== process.getuid?.()) {
+    return [
+      `${path} is mode ${was}, open to other users, and the service does not own it to tighten it; make it ${mode.toString(8)}`,
+    ];
+  }
+  chmodSync(path, current & 0o777 & mode);
+  return [
+    `${path} was mode ${was}, open to other users; made it ${(current & 0o777 & mode).toString(8)}`,
+  ];
 }

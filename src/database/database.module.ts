@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { databaseConfig, type DatabaseConfig } from '../config/database.config';
 import {
@@ -13,7 +13,8 @@ import { PortableDataSource } from './portable-data-source';
     TypeOrmModule.forRootAsync({
       inject: [databaseConfig.KEY],
       useFactory: (config: DatabaseConfig) => {
-        ensureDatabaseFolder(config);
+        const logger = new Logger('Database');
+        ensureDatabaseFolder(config).forEach((note) => logger.warn(note));
         return {
           ...createDataSourceOptions(config),
           autoLoadEntities: true,

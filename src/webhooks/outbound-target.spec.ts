@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import {
   describeUrlProblem,
   isPublicAddress,
@@ -26,6 +27,11 @@ describe('isPublicAddress', () => {
     ['IPv6 link-local', 'fe80::1'],
     ['IPv4-mapped private', '::ffff:10.0.0.1'],
     ['IPv4-mapped loopback', '::ffff:127.0.0.1'],
+    ['IPv4-compatible loopback', '::127.0.0.1'],
+    ['IPv4-compatible private', '::10.0.0.1'],
+    ['IPv4-compatible public (deprecated)', '::8.8.8.8'],
+    ['IPv4-compatible, in hex', '::7f00:1'],
+    ['unspecified IPv6', '::'],
     ['multicast', '224.0.0.1'],
     ['broadcast', '255.255.255.255'],
     ['not an address', 'example.com'],
@@ -55,12 +61,56 @@ describe('describeUrlProblem', () => {
     ['http://localhost:3000/', /loopback name/],
     ['http://api.localhost/', /loopback name/],
     ['http://[::1]:80/', /::1 is not a public address/],
+    ['http://[::127.0.0.1]/', /::7f00:1 is not a public address/],
   ])('refuses %s', (url, problem) => {
     expect(describeUrlProblem(url, false)).toMatch(problem);
   });
 });
 
 describe('publicOnlyLookup', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('passes a resolver failure on as the error, rather than throw', async () => {
+    const failure = Object.assign(new Error('getaddrinfo ENOTFOUND nowhere'), {
+      code: 'ENOTFOUND',
+    });
+    jest
+      .spyOn(dns, 'lookup')
+      .mockImplementation(((
+        _host: string,
+        _options: unknown,
+        callback: (error: Error) => void,
+      ) => callback(failure)) as unknown as typeof dns.lookup);
+    const result = await new Promise<unknown[]>((resolve) =>
+      publicOnlyLookup('nowhere.invalid', {}, (...args) => resolve(args)),
+    );
+    expect(result).toEqual([failure, []]);
+  });
+
+  it('answers with the public addresses it checked, one or all as asked', async () => {
+    const addresses = [
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 },
+    ];
+    jest
+      .spyOn(dns, 'lookup')
+      .mockImplementation(((
+        _host: string,
+        _options: unknown,
+        callback: (error: null, found: unknown) => void,
+      ) => callback(null, addresses)) as unknown as typeof dns.lookup);
+    const one = await new Promise<unknown[]>((resolve) =>
+      publicOnlyLookup('example.com', {}, (...args) => resolve(args)),
+    );
+    expect(one).toEqual([null, '93.184.216.34', 4]);
+    const all = await new Promise<unknown[]>((resolve) =>
+      publicOnlyLookup('example.com', { all: true }, (...args) =>
+        resolve(args),
+      ),
+    );
+    expect(all).toEqual([null, addresses]);
+  });
+
   it('refuses a name that resolves to loopback', async () => {
     const error = await new Promise<NodeJS.ErrnoException | null>((resolve) =>
       publicOnlyLookup('localhost', {}, (failure) => resolve(failure)),

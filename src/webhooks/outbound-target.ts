@@ -1,6 +1,13 @@
 import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+
+/**
+ * IPv4-compatible IPv6 (::/96, deprecated by RFC 4291): it embeds an IPv4 address, loopback
+ * and private ones included, that some stacks still reach.
+ */
+const IPV4_COMPATIBLE = new BlockList();
+IPV4_COMPATIBLE.addSubnet('::', 96, 'ipv6');
 
 /**
  * Public unicast only: loopback, private, link-local (cloud metadata at 169.254.169.254),
@@ -8,6 +15,11 @@ import ipaddr from 'ipaddr.js';
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
+  // ipaddr.js reads `::a.b.c.d` as IPv4-mapped and calls `::a:b` unicast; Node's own parser
+  // places both in ::/96
+  if (isIP(address) === 6 && IPV4_COMPATIBLE.check(address, 'ipv6')) {
+    return false;
+  }
   return ipaddr.process(address).range() === 'unicast';
 }
 

@@ -181,9 +181,10 @@ export class WebhookDispatcher
   ): Promise<void> {
     const now = new Date();
     const attempts = delivery.attempts + 1;
-    const retryAt = outcome.delivered
-      ? undefined
-      : nextAttemptAt(attempts, delivery.createdAt, now, this.config);
+    const retryAt =
+      outcome.delivered || outcome.refused
+        ? undefined
+        : nextAttemptAt(attempts, delivery.createdAt, now, this.config);
     await this.deliveries.update(
       { id: delivery.id, status: 'pending' },
       {

@@ -29,6 +29,11 @@ export interface AttemptOutcome {
   statusCode?: number;
   /** Why the attempt failed, in a few words, for `webhooks deliveries`. */
   error?: string;
+  /**
+   * The address policy refused the target: no later attempt can fare better, so the delivery
+   * fails now rather than retrying for a day.
+   */
+  refused?: boolean;
 }
 
 /** Sends one Standard Webhooks request: no redirects followed, bounded in time and in reading. */
@@ -43,7 +48,13 @@ export class WebhookSender {
       message.url,
       this.config.allowPrivateNetworks,
     );
-    if (problem) return Promise.resolve({ delivered: false, error: problem });
+    if (problem) {
+      return Promise.resolve({
+        delivered: false,
+        error: problem,
+        refused: true,
+      });
+    }
 
     const timestamp = Math.floor(Date.now() / 1000);
     const url = new URL(message.url);
@@ -107,7 +118,11 @@ export class WebhookSender {
         this.config.timeoutMs,
       );
       request.on('error', (error: NodeJS.ErrnoException) =>
-        finish({ delivered: false, error: describeRequestError(error) }),
+        finish({
+          delivered: false,
+          error: describeRequestError(error),
+          ...(error.code === 'ENOTPUBLIC' ? { refused: true } : {}),
+        }),
       );
       request.end(message.body);
     });

@@ -88,11 +88,14 @@ export class WebhookSubscriptionsService {
     return subscription;
   }
 
-  /** Stops a subscription and cancels what it still had pending; 404 when none is active. */
+  /**
+   * Stops a subscription, erases its secret, and cancels what it still had pending; 404 when
+   * none is active. The row stays, for the history of its deliveries.
+   */
   async remove(id: string): Promise<void> {
     const { affected } = await this.subscriptions.update(
       { id, removedAt: IsNull() },
-      { removedAt: new Date() },
+      { removedAt: new Date(), secret: '' },
     );
     if (!affected) throw subscriptionNotFound(id);
     await this.deliveries.update(

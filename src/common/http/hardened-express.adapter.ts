@@ -1,18 +1,30 @@
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import { createServer, type RequestListener } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AppConfig } from '../../config/app.config';
+import { fixedSecurityHeaders } from './security-headers';
 
 /** Node's own limit, stated here so that the message below stays true. */
 const MAX_HEADER_BYTES = 16 * 1024;
 
+const SECURITY_HEADER_LINES = Object.entries(fixedSecurityHeaders())
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
+
+/**
+ * An Error answer written straight to the socket, with the security headers and a request id
+ * that every other answer has.
+ */
 function errorAnswer(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: status, message });
   return (
     `HTTP/1.1 ${status} ${reason}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    SECURITY_HEADER_LINES +
+    `X-Request-Id: ${randomUUID()}\r\n` +
     'Connection: close\r\n\r\n' +
     body
   );
@@ -21,8 +33,9 @@ function errorAnswer(status: number, reason: string, message: string): string {
 /**
  * The express adapter with an HTTP server that bounds what one client can hold: the time to
  * send its headers and its whole request, and how long an idle connection stays open (checked
- * every second, not Node's default 30). Failures of HTTP itself (malformed requests, headers
- * over 16 KiB, timeouts) get the Error shape too, not Node's bare status line.
+ * every second, not Node's default 30), and how many connections one address may hold open
+ * at once. Failures of HTTP itself (malformed requests, headers over 16 KiB, timeouts, too many
+ * connections) get the Error shape too, not Node's bare status line.
  */
 export class HardenedExpressAdapter extends ExpressAdapter {
   constructor(private readonly config: AppConfig) {
@@ -44,6 +57,7 @@ export class HardenedExpressAdapter extends ExpressAdapter {
       this.getInstance<RequestListener>(),
     );
     server.on('clientError', answerClientError);
+    limitConnectionsPerAddress(server, this.config.maxConnectionsPerAddress);
     this.setHttpServer(server);
   }
 }
@@ -68,4 +82,39 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
           )
         : errorAnswer(400, 'Bad Request', 'the request is not valid HTTP'),
   );
+}
+
+/**
+ * Refuses a connection past `cap` open ones from its address, before HTTP reads a byte of it:
+ * the HTTP server's own connection listener is called only for connections within the cap.
+ */
+function limitConnectionsPerAddress(server: Server, cap: number): void {
+  if (cap === 0) return;
+  const open = new Map<string, number>();
+  const [serveHttp] = server.listeners('connection') as ((
+    socket: Socket,
+  ) => void)[];
+  server.removeListener('connection', serveHttp);
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.on('error', () => socket.destroy());
+      socket.end(
+        errorAnswer(
+          429,
+          'Too Many Requests',
+          `too many connections from this address: at most ${cap} at a time`,
+        ),
+      );
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+    serveHttp.call(server, socket);
+  });
 }

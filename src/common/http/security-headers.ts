@@ -1,0 +1,36 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import helmet from 'helmet';
+
+/** helmet, as on every answer of the service. */
+export function securityHeaders() {
+  return helmet({
+    // the service speaks plain HTTP (docs/decisions.md, "Base URL and versioning"); TLS,
+    // and HSTS with it, belong to a proxy
+    strictTransportSecurity: false,
+    contentSecurityPolicy: {
+      directives: { 'upgrade-insecure-requests': null },
+    },
+  });
+}
+
+/**
+ * The headers securityHeaders() sets, collected once, for answers written straight to the
+ * socket (HardenedExpressAdapter's protocol errors), which no middleware sees.
+ */
+export function fixedSecurityHeaders(): Readonly<Record<string, string>> {
+  const headers: Record<string, string> = {};
+  const response = {
+    setHeader: (name: string, value: unknown) => {
+      headers[name] = String(value);
+    },
+    removeHeader: (name: string) => {
+      delete headers[name];
+    },
+  };
+  securityHeaders()(
+    {} as IncomingMessage,
+    response as unknown as ServerResponse,
+    () => undefined,
+  );
+  return headers;
+}
