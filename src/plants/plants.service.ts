@@ -1,27 +1,22 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import {
-  boundedPage,
   jsonStringBytes,
-  jsonStringBytesAtMost,
-  type JsonSize,
+  PageFiller,
   type Page,
 } from '../common/pagination/byte-bounded-page';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
 import { PlantsRepository, type PlantPageQuery } from './plants.repository';
 
-/** A plant's JSON, `{"id":…,"name":…,"tag":…}`, in bytes: bounded cheaply, or exactly. */
-const PLANT_JSON_SIZE: JsonSize<Plant> = {
-  atMost: ({ name, tag }) =>
-    35 +
-    jsonStringBytesAtMost(name.length) +
-    (tag === null ? 0 : 7 + jsonStringBytesAtMost(tag.length)),
-  exactly: ({ id, name, tag }) =>
-    15 +
-    String(id).length +
-    jsonStringBytes(name) +
-    (tag === null ? 0 : 7 + jsonStringBytes(tag)),
-};
+/** A plant's JSON, `{"id":…,"name":…,"tag":…}`, in bytes. */
+const plantJsonBytes = ({ id, name, tag }: Plant) =>
+  15 +
+  String(id).length +
+  jsonStringBytes(name) +
+  (tag === null ? 0 : 7 + jsonStringBytes(tag));
+
+/** Rows read by a page's first query: the default page, and one to tell whether more follow. */
+const FIRST_BATCH = 101;
 
 @Injectable()
 export class PlantsService {
@@ -39,13 +34,28 @@ export class PlantsService {
   }
 
   /**
-   * Keyset pagination: an index range scan from `after`, whatever the table's size. A page
+   * Keyset pagination: index range scans from `after`, whatever the table's size. A page
    * holds at most `query.limit` plants, and stops earlier where its JSON would pass `maxBytes`
-   * (docs/decisions.md, "Listing plants").
+   * (docs/decisions.md, "Listing plants"). Rows are read in batches that double from
+   * FIRST_BATCH, so a page of large plants never reads more than about twice what it returns.
    */
   async list(query: PlantPageQuery, maxBytes: number): Promise<Page<Plant>> {
-    const rows = await this.plants.page({ ...query, limit: query.limit + 1 });
-    return boundedPage(rows, query.limit, maxBytes, PLANT_JSON_SIZE);
+    const page = new PageFiller(query.limit, maxBytes, plantJsonBytes);
+    let after = query.after;
+    let batch = Math.min(query.limit + 1, FIRST_BATCH);
+    for (;;) {
+      const rows = await this.plants.page({
+        tag: query.tag,
+        after,
+        limit: batch,
+      });
+      for (const row of rows) {
+        if (!page.offer(row)) return { items: page.items, hasMore: true };
+      }
+      if (rows.length < batch) return { items: page.items, hasMore: false };
+      after = rows[rows.length - 1].id;
+      batch = Math.min(2 * batch, query.limit + 1 - page.items.length);
+    }
   }
 
   async findOne(id: bigint): Promise<Plant> {

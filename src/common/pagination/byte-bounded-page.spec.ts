@@ -1,44 +1,28 @@
-import {
-  boundedPage,
-  jsonStringBytes,
-  jsonStringBytesAtMost,
-  type JsonSize,
-} from './byte-bounded-page';
+import { jsonStringBytes, PageFiller } from './byte-bounded-page';
 
-describe('boundedPage', () => {
-  const strings: JsonSize<string> = {
-    atMost: (text) => jsonStringBytesAtMost(text.length),
-    exactly: jsonStringBytes,
-  };
+describe('PageFiller', () => {
   const json = (items: string[]) => Buffer.byteLength(JSON.stringify(items));
+  const fill = (rows: string[], limit: number, maxBytes: number) => {
+    const page = new PageFiller(limit, maxBytes, jsonStringBytes);
+    const taken = rows.filter((row) => page.offer(row));
+    expect(taken).toEqual(page.items);
+    return page.items;
+  };
 
-  it('returns the first `limit` rows, and whether more follow, when they fit', () => {
-    expect(boundedPage(['a', 'b', 'c'], 2, 1000, strings)).toEqual({
-      items: ['a', 'b'],
-      hasMore: true,
-    });
-    expect(boundedPage(['a', 'b'], 2, 1000, strings)).toEqual({
-      items: ['a', 'b'],
-      hasMore: false,
-    });
-    expect(boundedPage([], 2, 1000, strings)).toEqual({
-      items: [],
-      hasMore: false,
-    });
+  it('takes at most `limit` items', () => {
+    expect(fill(['a', 'b', 'c'], 2, 1000)).toEqual(['a', 'b']);
+    expect(fill(['a', 'b'], 2, 1000)).toEqual(['a', 'b']);
+    expect(fill([], 2, 1000)).toEqual([]);
   });
 
-  it('stops filling where the JSON array would pass maxBytes, and says more follow', () => {
+  it('stops where the JSON array would pass maxBytes', () => {
     const rows = ['x'.repeat(40), 'y'.repeat(40), 'z'.repeat(40)];
-    const page = boundedPage(rows, 3, 90, strings);
-    expect(page).toEqual({ items: rows.slice(0, 2), hasMore: true });
-    expect(json(page.items)).toBeLessThanOrEqual(90);
+    expect(fill(rows, 3, 90)).toEqual(rows.slice(0, 2));
+    expect(json(rows.slice(0, 2))).toBeLessThanOrEqual(90);
     expect(json(rows)).toBeGreaterThan(90);
     // exactly at the bound still fits
-    expect(boundedPage(rows, 3, json(rows), strings)).toEqual({
-      items: rows,
-      hasMore: false,
-    });
-    expect(boundedPage(rows, 3, json(rows) - 1, strings).items).toHaveLength(2);
+    expect(fill(rows, 3, json(rows))).toEqual(rows);
+    expect(fill(rows, 3, json(rows) - 1)).toHaveLength(2);
   });
 
   it('counts escapes and multi-byte characters', () => {
@@ -46,16 +30,12 @@ describe('boundedPage', () => {
     const accents = 'é'.repeat(10); // 20 bytes in UTF-8
     expect(jsonStringBytes(escaped)).toBe(62);
     expect(jsonStringBytes(accents)).toBe(22);
-    expect(
-      boundedPage([escaped, escaped], 2, json([escaped, escaped]) - 1, strings)
-        .items,
-    ).toEqual([escaped]);
+    expect(fill([escaped, escaped], 2, json([escaped, escaped]) - 1)).toEqual([
+      escaped,
+    ]);
   });
 
-  it('always returns at least one row, however large', () => {
-    expect(boundedPage(['x'.repeat(500), 'y'], 2, 10, strings)).toEqual({
-      items: ['x'.repeat(500)],
-      hasMore: true,
-    });
+  it('always takes the first item, however large', () => {
+    expect(fill(['x'.repeat(500), 'y'], 2, 10)).toEqual(['x'.repeat(500)]);
   });
 });
