@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
+import { stringify } from 'lossless-json';
 import {
   compareWithReference,
   instantiateReference,
@@ -11,6 +12,7 @@ import {
 } from './helpers/openapi-contract';
 import { appConfig, type AppConfig } from '../src/config/app.config';
 import { buildOpenApiDocument } from '../src/openapi/openapi-document';
+import { openApiJson } from '../src/openapi/openapi-text';
 import { ResponseContract } from './helpers/response-contract';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
@@ -45,12 +47,13 @@ describe('the OpenAPI document', () => {
 
   beforeAll(async () => {
     testApp = await startTestApp({ env: { PUBLIC_BASE_URL } });
-    generated = (await testApp.http().get('/openapi.json').expect(200))
-      .body as Doc;
+    const served = await testApp.http().get('/openapi.json').expect(200);
+    generated = served.body as Doc;
     reference = loadReference();
     folder = makeTempFolder();
     generatedFile = join(folder.path, 'generated.json');
-    writeFileSync(generatedFile, JSON.stringify(generated));
+    // the text as served, exact int64 bounds included, for the linters
+    writeFileSync(generatedFile, served.text);
   });
 
   afterAll(async () => {
@@ -70,7 +73,7 @@ describe('the OpenAPI document', () => {
         testApp.app,
         testApp.app.get<AppConfig>(appConfig.KEY),
       );
-      expect(JSON.parse(JSON.stringify(built))).toEqual(generated);
+      expect(JSON.parse(openApiJson(built))).toEqual(generated);
     });
 
     it('serves of swagger-ui-dist only what the page loads', async () => {
@@ -125,18 +128,26 @@ describe('the OpenAPI document', () => {
       expect(generated.security).toEqual([{ bearerAuth: [] }]);
     });
 
-    it('declares 429, 500 and 503 on every operation, and 401 and 403 on each that needs a token', () => {
+    it('declares 429, 500 and 503 on every operation but the never-limited health probes, and 401 and 403 on each that needs a token', () => {
       const paths = generated.paths as Record<string, Record<string, Doc>>;
       const missing: string[] = [];
       for (const [path, item] of Object.entries(paths)) {
         for (const [method, operation] of Object.entries(item)) {
           const isPublic = JSON.stringify(operation.security) === '[]';
-          const expected = isPublic
-            ? ['429', '500', '503']
-            : ['401', '403', '429', '500', '503'];
+          const isProbe = path.startsWith('/health/');
+          const expected = isProbe
+            ? ['500', '503']
+            : isPublic
+              ? ['429', '500', '503']
+              : ['401', '403', '429', '500', '503'];
           const responses = operation.responses as Record<string, Doc>;
           for (const status of expected) {
             if (!responses[status]) missing.push(`${method} ${path} ${status}`);
+          }
+          if (isProbe && responses['429']) {
+            missing.push(
+              `${method} ${path} documents 429 though never limited`,
+            );
           }
           if (isPublic && (responses['401'] || responses['403'])) {
             missing.push(`${method} ${path} documents 401/403 though public`);
@@ -158,6 +169,56 @@ describe('the OpenAPI document', () => {
       ).toEqual(['plantAdded "plant.added"', 'plantDeleted "plant.deleted"']);
     });
 
+    it('declares the RateLimit headers on every answer of a limited operation, and Retry-After on each 429', () => {
+      const paths = generated.paths as Record<string, Record<string, Doc>>;
+      const missing: string[] = [];
+      for (const [path, item] of Object.entries(paths)) {
+        if (path.startsWith('/health/')) continue;
+        for (const [method, operation] of Object.entries(item)) {
+          for (const [status, response] of Object.entries(
+            operation.responses as Record<string, Doc>,
+          )) {
+            const headers = Object.keys((response.headers as Doc) ?? {});
+            const wanted = [
+              ...(/^[24]/.test(status)
+                ? ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']
+                : []),
+              ...(status === '429' ? ['Retry-After'] : []),
+            ];
+            for (const name of wanted) {
+              if (!headers.includes(name))
+                missing.push(`${method} ${path} ${status} ${name}`);
+            }
+          }
+        }
+      }
+      expect(missing).toEqual([]);
+    });
+
+    it('bounds int64 ids exactly, in the JSON and the YAML served', async () => {
+      const json = (await testApp.http().get('/openapi.json').expect(200)).text;
+      const yaml = (await testApp.http().get('/openapi.yaml').expect(200)).text;
+      expect(json).toContain(
+        '"type":"integer","format":"int64","minimum":-9223372036854775808,"maximum":9223372036854775807',
+      );
+      expect(yaml).toContain('minimum: -9223372036854775808\n');
+      expect(yaml).toContain('maximum: 9223372036854775807\n');
+      expect(`${json}${yaml}`).not.toMatch(/9223372036854776000|__int64__/);
+    });
+
+    it('passes the OWASP API Security ruleset (.spectral-owasp.yaml), whose exceptions say why', () => {
+      const { status, output } = runTool('spectral', [
+        'lint',
+        '--fail-severity=error',
+        '--ruleset',
+        join(ROOT, '.spectral-owasp.yaml'),
+        generatedFile,
+      ]);
+      expect(output).not.toMatch(/owasp:/);
+      expect(output).not.toMatch(/\b[1-9]\d* errors?\b/);
+      expect(status).toBe(0);
+    });
+
     it('declares the health probes public with security: []', () => {
       const paths = generated.paths as Record<string, Record<string, Doc>>;
       expect(paths['/health/live'].get.security).toEqual([]);
@@ -175,7 +236,7 @@ describe('the OpenAPI document', () => {
       const referenceFile = join(folder.path, 'reference.json');
       writeFileSync(
         referenceFile,
-        JSON.stringify(instantiateReference(reference, PUBLIC_BASE_URL)),
+        stringify(instantiateReference(reference, PUBLIC_BASE_URL)) ?? '',
       );
       const { status, output } = runTool('redocly', [
         'diff',

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
+import { MAX_ACTIVE_SUBSCRIPTIONS } from '../src/webhooks/webhook-subscriptions.service';
 
 interface Subscription {
   id: string;
@@ -144,6 +145,13 @@ describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
       { url: 'https://example.com/x', events: ['plant.eaten'] },
       'events must be a non-empty list of event types, each one of plant.added, plant.deleted',
     ],
+    [
+      {
+        url: 'https://example.com/x',
+        events: ['plant.added', 'plant.added'],
+      },
+      'each at most once',
+    ],
   ])('answers 400 to %j, saying what is wrong', async (body, message) => {
     const before = await call('get', '/webhooks/subscriptions').expect(200);
     const response = await call('post', '/webhooks/subscriptions')
@@ -168,6 +176,32 @@ describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
     expect(limit.body.message).toBe(
       'limit must be an integer between 1 and 100',
     );
+  });
+
+  it(`keeps at most ${MAX_ACTIVE_SUBSCRIPTIONS} subscriptions active, as the document's maxItems says`, async () => {
+    const active = (await call('get', '/webhooks/subscriptions').expect(200))
+      .body as Subscription[];
+    const created: string[] = [];
+    for (let i = active.length; i < MAX_ACTIVE_SUBSCRIPTIONS; i += 1) {
+      const response = await call('post', '/webhooks/subscriptions')
+        .send({ url: `${receiver.url}/many/${i}` })
+        .expect(201);
+      created.push((response.body as Subscription).id);
+    }
+    const refused = await call('post', '/webhooks/subscriptions')
+      .send({ url: `${receiver.url}/one-too-many` })
+      .expect(400);
+    expect(refused.body.message).toBe(
+      `at most ${MAX_ACTIVE_SUBSCRIPTIONS} subscriptions can be active; remove one first`,
+    );
+    const listed = await call('get', '/webhooks/subscriptions').expect(200);
+    expect(listed.body).toHaveLength(MAX_ACTIVE_SUBSCRIPTIONS);
+    for (const id of created) {
+      await call('delete', `/webhooks/subscriptions/${id}`).expect(204);
+    }
+    await call('post', '/webhooks/subscriptions')
+      .send({ url: `${receiver.url}/room-again` })
+      .expect(201);
   });
 
   it('needs the scope webhooks:manage, which the default scopes do not include', async () => {

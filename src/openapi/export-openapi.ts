@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { createApp } from '../setup-app';
 import { buildOpenApiDocument } from './openapi-document';
+import { openApiJson } from './openapi-text';
 
 /**
  * `npm run openapi:export [-- file]`: writes the generated document (default
@@ -16,7 +17,7 @@ async function exportOpenApi(target: string): Promise<void> {
       app,
       app.get<AppConfig>(appConfig.KEY),
     );
-    writeFileSync(target, `${JSON.stringify(document, null, 2)}\n`);
+    writeFileSync(target, `${openApiJson(document)}\n`);
     console.log(`wrote ${target}`);
   } finally {
     await app.close();

@@ -10,7 +10,13 @@ import { SCOPE_DEFINITIONS } from '../auth/scopes';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import type { AppConfig } from '../config/app.config';
 import { EVENTS } from '../events/events';
+import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
+import {
+  openApiJson,
+  openApiYaml,
+  withNumbersForBigints,
+} from './openapi-text';
 
 export const BEARER_AUTH = 'bearerAuth';
 
@@ -24,12 +30,6 @@ const SERVICE_ERROR_RESPONSES = [
     description:
       'Rate limit hit (per token, or per client address without one); retry after Retry-After seconds',
     type: ErrorBody,
-    headers: {
-      'Retry-After': {
-        description: 'Seconds until the limit lets requests through again',
-        schema: { type: 'integer' as const },
-      },
-    },
   },
   {
     status: 500,
@@ -42,6 +42,86 @@ const SERVICE_ERROR_RESPONSES = [
     type: ErrorBody,
   },
 ];
+
+const SECONDS = {
+  type: 'integer',
+  format: 'int32',
+  minimum: 0,
+  maximum: 2147483647,
+} as const;
+
+/** Headers that answers carry, declared once and referred to from each response. */
+const HEADERS = {
+  'RateLimit-Limit': {
+    description:
+      'Requests the counter this request was charged to allows per window: its token, when proven, or else its client address',
+    schema: { ...SECONDS, minimum: 1 },
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left in the current window',
+    schema: SECONDS,
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds until the current window ends',
+    schema: SECONDS,
+  },
+  'Retry-After': {
+    description: 'Seconds until the limit lets requests through again',
+    schema: { ...SECONDS, minimum: 1 },
+  },
+  'Access-Control-Allow-Origin': {
+    description:
+      "The request's Origin, when CORS_ORIGINS lists it; absent otherwise (CORS is off by default)",
+    schema: { type: 'string', format: 'uri' },
+  },
+} as const;
+
+const RATE_LIMIT_HEADERS = [
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+] as const;
+
+const headerRef = (name: keyof typeof HEADERS) => ({
+  $ref: `#/components/headers/${name}`,
+});
+
+/**
+ * Every answer of an operation that is rate limited carries the RateLimit headers (a 429 also
+ * Retry-After); the health probes are never limited, so they neither carry them nor answer
+ * 429. Any answer may carry Access-Control-Allow-Origin.
+ */
+function declareHeaders(document: OpenAPIObject): void {
+  document.components = {
+    ...document.components,
+    headers: { ...document.components?.headers, ...HEADERS },
+  };
+  for (const [path, item] of Object.entries(document.paths)) {
+    const limited = !HEALTH_PROBE_PATHS.has(path);
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      if (!limited) delete operation.responses['429'];
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (!response || '$ref' in response) continue;
+        response.headers = {
+          ...response.headers,
+          ...(limited && /^[24]/.test(status)
+            ? Object.fromEntries(
+                RATE_LIMIT_HEADERS.map((name) => [name, headerRef(name)]),
+              )
+            : {}),
+          ...(status === '429'
+            ? { 'Retry-After': headerRef('Retry-After') }
+            : {}),
+          'Access-Control-Allow-Origin': headerRef(
+            'Access-Control-Allow-Origin',
+          ),
+        };
+      }
+    }
+  }
+}
 
 /** The service's OpenAPI 3.1 document, generated from its controllers, DTOs and events. */
 export function buildOpenApiDocument(
@@ -57,7 +137,11 @@ export function buildOpenApiDocument(
         'A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification',
       )
       .setVersion('1.0.0')
-      .addServer(config.publicBaseUrl, 'The plant store service')
+      // PUBLIC_BASE_URL; the words name the environments it may be, for API inventories
+      .addServer(
+        config.publicBaseUrl,
+        'The plant store service, as deployed: production, staging or local',
+      )
       // addSecurity, not addBearerAuth, which would declare the opaque tokens to be JWTs
       .addSecurity(BEARER_AUTH, {
         type: 'http',
@@ -81,7 +165,13 @@ export function buildOpenApiDocument(
     name: 'MIT',
     identifier: 'MIT',
   } as typeof document.info.license;
+  // the audience of the server, for API inventories: the public one, not an internal one
+  document.servers = document.servers?.map((server) => ({
+    ...server,
+    'x-internal': false,
+  }));
   addWebhooks(document);
+  declareHeaders(document);
   return document;
 }
 
@@ -89,14 +179,17 @@ const WEBHOOK_HEADERS = [
   [
     'webhook-id',
     'The delivery id, the same on every retry: use it to drop duplicates',
+    { type: 'string', pattern: '^msg_[0-9a-f]{32}$' },
   ],
   [
     'webhook-timestamp',
     'Seconds since the Unix epoch when this attempt was signed',
+    { type: 'string', pattern: '^[0-9]{1,12}$' },
   ],
   [
     'webhook-signature',
     "`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's `whsec_` secret (Standard Webhooks)",
+    { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=$' },
   ],
 ] as const;
 
@@ -114,10 +207,10 @@ function addWebhooks(document: OpenAPIObject): void {
           summary: event.summary,
           description: `${event.description} Sent to every subscription that receives ${event.type} (\`POST /webhooks/subscriptions\`, or \`node dist/cli.js webhooks add\`), following the Standard Webhooks specification. Any 2xx answer acknowledges it; anything else is retried with exponential backoff.`,
           parameters: [
-            ...WEBHOOK_HEADERS.map(([name, description]) => ({
+            ...WEBHOOK_HEADERS.map(([name, description, schema]) => ({
               name,
               description,
-              schema: { type: 'string' as const },
+              schema,
             })),
             {
               name: EVENT_TYPE_HEADER,
@@ -188,9 +281,17 @@ export function serveOpenApi(
   document: OpenAPIObject,
 ): void {
   app.use('/docs', onlyTheDocsPage);
-  SwaggerModule.setup('docs', app, document, {
-    jsonDocumentUrl: 'openapi.json',
-    yamlDocumentUrl: 'openapi.yaml',
+  const json = openApiJson(document);
+  const yaml = openApiYaml(document);
+  const http = app.getHttpAdapter();
+  http.get('/openapi.json', (_request: Request, response: Response) => {
+    response.type('application/json').send(json);
+  });
+  http.get('/openapi.yaml', (_request: Request, response: Response) => {
+    response.type('text/yaml').send(yaml);
+  });
+  SwaggerModule.setup('docs', app, withNumbersForBigints(document), {
+    raw: false,
     customSiteTitle: 'OpenAPI Plant Store',
   });
 }

@@ -18,6 +18,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
@@ -25,7 +26,7 @@ import { ErrorBody } from '../common/errors/error-body.dto';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';
-import { ListPlantsQueryDto } from './dto/list-plants-query.dto';
+import { ListPlantsQueryDto, MAX_PAGE_SIZE } from './dto/list-plants-query.dto';
 import { PlantDto } from './dto/plant.dto';
 import type { Plant } from './plant.entity';
 import { PlantsService } from './plants.service';
@@ -50,13 +51,16 @@ export class PlantsController {
   })
   @ApiOkResponse({
     description: 'plant response',
-    type: PlantDto,
-    isArray: true,
+    schema: {
+      type: 'array',
+      items: { $ref: getSchemaPath(PlantDto) },
+      maxItems: MAX_PAGE_SIZE,
+    },
     headers: {
       Link: {
         description:
           'When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service\'s page size bound (1 MiB by default); follow the link for the rest',
-        schema: { type: 'string' },
+        schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
       },
     },
   })

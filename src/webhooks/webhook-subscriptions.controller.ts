@@ -11,23 +11,31 @@ import {
 import {
   ApiBadRequestResponse,
   ApiCreatedResponse,
+  ApiExtraModels,
   ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { UuidParam } from '../common/validation/uuid-param.decorator';
 import { CreateWebhookSubscriptionDto } from './dto/create-webhook-subscription.dto';
-import { ListDeliveriesQueryDto } from './dto/list-deliveries-query.dto';
+import {
+  ListDeliveriesQueryDto,
+  MAX_DELIVERIES_PAGE,
+} from './dto/list-deliveries-query.dto';
 import { WebhookDeliveryDto } from './dto/webhook-delivery.dto';
 import {
   CreatedWebhookSubscriptionDto,
   WebhookSubscriptionDto,
 } from './dto/webhook-subscription.dto';
-import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
+import {
+  MAX_ACTIVE_SUBSCRIPTIONS,
+  WebhookSubscriptionsService,
+} from './webhook-subscriptions.service';
 
 const SUBSCRIPTION_ID = 'The subscription id, as its creation returned it';
 const NOT_FOUND = {
@@ -42,6 +50,7 @@ const BAD_ID = { description: 'The id is not a UUID', type: ErrorBody };
  * The model for a new module: docs/adding-a-module.md.
  */
 @ApiTags('webhooks')
+@ApiExtraModels(WebhookDeliveryDto)
 @RequireScopes('webhooks:manage')
 @Controller('webhooks/subscriptions')
 export class WebhookSubscriptionsController {
@@ -59,7 +68,7 @@ export class WebhookSubscriptionsController {
   })
   @ApiBadRequestResponse({
     description:
-      'A field is missing or wrong, an event type is unknown, or the URL is one the service may not call',
+      'A field is missing or wrong, an event type is unknown, the URL is one the service may not call, or 100 subscriptions are active already',
     type: ErrorBody,
   })
   async create(
@@ -79,9 +88,12 @@ export class WebhookSubscriptionsController {
     summary: 'Lists the active subscriptions, oldest first',
   })
   @ApiOkResponse({
-    description: 'The active subscriptions, without their secrets',
-    type: WebhookSubscriptionDto,
-    isArray: true,
+    description: `The active subscriptions, without their secrets (at most ${MAX_ACTIVE_SUBSCRIPTIONS})`,
+    schema: {
+      type: 'array',
+      items: { $ref: getSchemaPath(WebhookSubscriptionDto) },
+      maxItems: MAX_ACTIVE_SUBSCRIPTIONS,
+    },
   })
   async findAll(): Promise<WebhookSubscriptionDto[]> {
     return (await this.subscriptions.listActive()).map((subscription) =>
@@ -126,8 +138,11 @@ export class WebhookSubscriptionsController {
   })
   @ApiOkResponse({
     description: 'Its deliveries, each with its attempts and their outcome',
-    type: WebhookDeliveryDto,
-    isArray: true,
+    schema: {
+      type: 'array',
+      items: { $ref: getSchemaPath(WebhookDeliveryDto) },
+      maxItems: MAX_DELIVERIES_PAGE,
+    },
   })
   @ApiBadRequestResponse({
     description: 'The id is not a UUID, or limit is out of range',

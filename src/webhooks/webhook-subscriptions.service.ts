@@ -15,6 +15,12 @@ import { WebhookDelivery } from './webhook-delivery.entity';
 import { createSigningSecret } from './webhook-signature';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
+/**
+ * Active subscriptions at most: each one multiplies the deliveries of every event, and a list
+ * of them is one answer.
+ */
+export const MAX_ACTIVE_SUBSCRIPTIONS = 100;
+
 export interface NewSubscription {
   url: string;
   /** The event types to receive; every type, those added later included, when absent. */
@@ -60,6 +66,14 @@ export class WebhookSubscriptionsService {
         );
       }
     }
+    if (
+      (await this.subscriptions.countBy({ removedAt: IsNull() })) >=
+      MAX_ACTIVE_SUBSCRIPTIONS
+    ) {
+      throw new BadRequestException(
+        `at most ${MAX_ACTIVE_SUBSCRIPTIONS} subscriptions can be active; remove one first`,
+      );
+    }
     const subscription = this.subscriptions.create({
       id: randomUUID(),
       url,
@@ -75,6 +89,8 @@ export class WebhookSubscriptionsService {
     return this.subscriptions.find({
       where: { removedAt: IsNull() },
       order: { createdAt: 'ASC', id: 'ASC' },
+      // concurrent creates can pass the cap by a few; the answer never does
+      take: MAX_ACTIVE_SUBSCRIPTIONS,
     });
   }
 

@@ -49,6 +49,8 @@ export interface NormalizedSchema {
   enum?: unknown[];
   /** carried into the instantiated reference for redocly diff; not compared here */
   minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
   required?: string[];
   properties?: Record<string, NormalizedSchema>;
   items?: NormalizedSchema;
@@ -85,6 +87,8 @@ export function normalizeSchema(
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
   if (typeof node.minItems === 'number') own.minItems = node.minItems;
+  if (typeof node.maxItems === 'number') own.maxItems = node.maxItems;
+  if (typeof node.uniqueItems === 'boolean') own.uniqueItems = node.uniqueItems;
   if (Array.isArray(node.required)) own.required = node.required as string[];
   if (node.properties) {
     own.properties = Object.fromEntries(
@@ -499,7 +503,25 @@ export function compareWithReference(reference: Doc, generated: Doc): string[] {
   return differences;
 }
 
-/** The reference as one deployment serves it: server variables filled in, allOf merged. */
+/**
+ * `format: int64` means the range [-2^63, 2^63 - 1]; the served document says so with
+ * minimum and maximum, so the reference is given them too before documents are diffed.
+ */
+function boundInt64(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(boundInt64);
+  if (typeof node !== 'object' || node === null) return;
+  const schema = node as Doc;
+  if (schema.type === 'integer' && schema.format === 'int64') {
+    schema.minimum ??= -(2n ** 63n);
+    schema.maximum ??= 2n ** 63n - 1n;
+  }
+  Object.values(schema).forEach(boundInt64);
+}
+
+/**
+ * The reference as one deployment serves it: server variables filled in, allOf merged, int64
+ * bounds stated. It holds bigints: write it with lossless-json's stringify.
+ */
 export function instantiateReference(reference: Doc, serverUrl: string): Doc {
   const copy = structuredClone(reference);
   copy.servers = [
@@ -514,6 +536,7 @@ export function instantiateReference(reference: Doc, serverUrl: string): Doc {
       normalizeSchema(reference, { $ref: `#/components/schemas/${name}` }),
     );
   }
+  boundInt64(copy);
   return copy;
 }
 

@@ -11,6 +11,7 @@ import { SCOPES, type Scope } from '../../src/auth/scopes';
 import { TokensService } from '../../src/auth/tokens.service';
 import { appConfig, type AppConfig } from '../../src/config/app.config';
 import { buildOpenApiDocument } from '../../src/openapi/openapi-document';
+import { openApiJson } from '../../src/openapi/openapi-text';
 import { createApp } from '../../src/setup-app';
 import { recordResponse, useResponseContract } from './response-contract';
 import type { Doc } from './openapi-contract';
@@ -140,9 +141,7 @@ export async function startTestApp(
   // built in-process rather than fetched, so that no test finds a request of its address
   // already counted; test/openapi.e2e-spec.ts checks that the served document is this one
   const document = JSON.parse(
-    JSON.stringify(
-      buildOpenApiDocument(app, app.get<AppConfig>(appConfig.KEY)),
-    ),
+    openApiJson(buildOpenApiDocument(app, app.get<AppConfig>(appConfig.KEY))),
   ) as Doc;
   useResponseContract(document);
   const reader = databaseReader(

@@ -2,12 +2,21 @@ import { applyDecorators } from '@nestjs/common';
 import { ApiProperty } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { ValidateIf } from 'class-validator';
-import { parseInt64Text } from '../json/int64';
+import { INT64_MAX, INT64_MIN, parseInt64Text } from '../json/int64';
 import { ParseInt64Pipe } from './parse-int64.pipe';
 import { PathParam } from './path-param';
 import { IsInt64 } from './validators';
 
-const INT64_SCHEMA = { type: 'integer', format: 'int64' } as const;
+/**
+ * int64, with its bounds: bigints, which only the service's own document writers
+ * (openapi-text.ts) can write exactly.
+ */
+const INT64_SCHEMA = {
+  type: 'integer',
+  format: 'int64',
+  minimum: INT64_MIN as unknown as number,
+  maximum: INT64_MAX as unknown as number,
+} as const;
 
 export interface Int64PropertyOptions {
   /** Absent is allowed (null never is); required by default. */

@@ -4,7 +4,7 @@ import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 @ApiSchema({ name: 'HealthStatus' })
 export class HealthStatusDto {
   /** Always "ok" in a 200 answer */
-  @ApiProperty({ example: 'ok' })
+  @ApiProperty({ enum: ['ok'], example: 'ok' })
   status!: string;
 
   /** Each dependency checked, by name, with its status */

@@ -8,6 +8,7 @@ const STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
 @ApiSchema({ name: 'WebhookDelivery' })
 export class WebhookDeliveryDto {
   /** The delivery's `webhook-id`, the same on every attempt */
+  @ApiProperty({ pattern: '^msg_[0-9a-f]{32}$' })
   id!: string;
 
   /** The type of the event delivered */
@@ -19,7 +20,12 @@ export class WebhookDeliveryDto {
   status!: string;
 
   /** How many attempts were made */
-  @ApiProperty({ type: 'integer', format: 'int32' })
+  @ApiProperty({
+    type: 'integer',
+    format: 'int32',
+    minimum: 0,
+    maximum: 2147483647,
+  })
   attempts!: number;
 
   /** When the event happened */
@@ -29,7 +35,12 @@ export class WebhookDeliveryDto {
   lastAttemptAt?: Date;
 
   /** The HTTP status of the last answer */
-  @ApiPropertyOptional({ type: 'integer', format: 'int32' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    format: 'int32',
+    minimum: 100,
+    maximum: 599,
+  })
   lastStatusCode?: number;
 
   /** Why the last attempt failed */

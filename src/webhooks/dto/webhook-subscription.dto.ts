@@ -17,6 +17,9 @@ export class WebhookSubscriptionDto {
   @ApiPropertyOptional({
     type: 'array',
     items: { type: 'string', enum: [...EVENT_TYPES] },
+    minItems: 1,
+    maxItems: EVENT_TYPES.length,
+    uniqueItems: true,
   })
   events?: string[];
 
@@ -40,6 +43,7 @@ export class CreatedWebhookSubscriptionDto extends WebhookSubscriptionDto {
    * The Standard Webhooks signing secret (`whsec_...`) to verify deliveries with; it is not
    * shown again
    */
+  @ApiProperty({ pattern: '^whsec_[A-Za-z0-9+/]{43}=$' })
   secret!: string;
 
   static override from(
