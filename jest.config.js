@@ -4,6 +4,7 @@
 // 127.0.0.1:5432). Without one the PostgreSQL project is left out, saying why; on CI that is
 // an error, so a CI run cannot pass without it.
 const { spawnSync } = require('node:child_process');
+const unit = require('./jest.unit.config');
 
 const transform = {
   '^.+\\.ts$': [
@@ -56,19 +57,7 @@ function postgresProblem() {
 }
 
 const projects = [
-  {
-    displayName: 'unit',
-    testEnvironment: 'node',
-    rootDir: `${__dirname}/src`,
-    transform: {
-      '^.+\\.ts$': [
-        'ts-jest',
-        { astTransformers: { before: ['<rootDir>/../test/swagger-plugin.transformer.js'] } },
-      ],
-    },
-    moduleFileExtensions: ['js', 'json', 'ts'],
-    testRegex: '.*\\.spec\\.ts$',
-  },
+  unit,
   { displayName: 'e2e', ...e2e },
 ];
 

@@ -1,6 +1,16 @@
 import { readAppConfig } from './app.config';
 import { readDatabaseConfig } from './database.config';
-import { ConfigError } from './read-env';
+import {
+  ConfigError,
+  parseDuration,
+  readBoolean,
+  readByteSize,
+  readChoice,
+  readDuration,
+  readHttpUrl,
+  readInteger,
+  readString,
+} from './read-env';
 
 describe('readAppConfig', () => {
   it('has the documented defaults', () => {
@@ -119,5 +129,116 @@ describe('readDatabaseConfig', () => {
     ],
   ])('rejects %s, naming the variable', (url, message) => {
     expect(() => readDatabaseConfig({ DATABASE_URL: url })).toThrow(message);
+  });
+});
+
+describe('the variable readers', () => {
+  it('readInteger: the fallback when unset or empty, the bounds inclusive, digits only', () => {
+    expect(readInteger({}, 'N', 7, 1, 10)).toBe(7);
+    expect(readInteger({ N: '' }, 'N', 7, 1, 10)).toBe(7);
+    expect(readInteger({ N: '1' }, 'N', 7, 1, 10)).toBe(1);
+    expect(readInteger({ N: '10' }, 'N', 7, 1, 10)).toBe(10);
+    for (const raw of ['0', '11', '-1', '1.0', ' 5', '5 ', '5x', 'x5', '1e1']) {
+      expect(() => readInteger({ N: raw }, 'N', 7, 1, 10)).toThrow(
+        `N must be an integer between 1 and 10, got ${JSON.stringify(raw)}`,
+      );
+    }
+  });
+
+  it('readChoice: one of the choices exactly', () => {
+    expect(readChoice({}, 'C', 'a', ['a', 'b'])).toBe('a');
+    expect(readChoice({ C: '' }, 'C', 'a', ['a', 'b'])).toBe('a');
+    expect(readChoice({ C: 'b' }, 'C', 'a', ['a', 'b'])).toBe('b');
+    expect(() => readChoice({ C: 'B' }, 'C', 'a', ['a', 'b'])).toThrow(
+      'C must be one of a, b, got "B"',
+    );
+  });
+
+  it('readString: the value, or the fallback when unset or empty', () => {
+    expect(readString({}, 'S', 'f')).toBe('f');
+    expect(readString({ S: '' }, 'S', 'f')).toBe('f');
+    expect(readString({ S: ' v ' }, 'S', 'f')).toBe(' v ');
+  });
+
+  it('readHttpUrl: absolute http or https only, trailing slashes dropped', () => {
+    expect(readHttpUrl({}, 'U', 'http://localhost:3000')).toBe(
+      'http://localhost:3000',
+    );
+    expect(readHttpUrl({ U: 'https://a.example//' }, 'U', 'x')).toBe(
+      'https://a.example',
+    );
+    for (const raw of ['ftp://a.example', 'a.example', '/path']) {
+      expect(() => readHttpUrl({ U: raw }, 'U', 'x')).toThrow(
+        `U must be an absolute http or https URL, got ${JSON.stringify(raw)}`,
+      );
+    }
+  });
+
+  it('readByteSize: a whole pattern of digits and a unit, within 1 byte and the maximum', () => {
+    const max = 2 * 1024 ** 2;
+    expect(readByteSize({}, 'B', 99, max)).toBe(99);
+    expect(readByteSize({ B: '' }, 'B', 99, max)).toBe(99);
+    expect(readByteSize({ B: '1' }, 'B', 99, max)).toBe(1);
+    expect(readByteSize({ B: '10b' }, 'B', 99, max)).toBe(10);
+    expect(readByteSize({ B: '16 kb' }, 'B', 99, max)).toBe(16384);
+    expect(readByteSize({ B: ' 2MB ' }, 'B', 99, max)).toBe(max);
+    for (const raw of [
+      '0',
+      '0kb',
+      '3mb',
+      'x16kb',
+      '16kbx',
+      '16gb',
+      'kb',
+      '1.5kb',
+      '-1',
+    ]) {
+      expect(() => readByteSize({ B: raw }, 'B', 99, max)).toThrow(
+        `B must be a size between 1 byte and 2mb such as 16kb, got ${JSON.stringify(raw)}`,
+      );
+    }
+  });
+
+  it('parseDuration: a whole pattern of digits and a unit, positive and safe', () => {
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('10s')).toBe(10_000);
+    expect(parseDuration('5m')).toBe(300_000);
+    expect(parseDuration('24h')).toBe(86_400_000);
+    expect(parseDuration(' 2d ')).toBe(172_800_000);
+    for (const text of [
+      '0s',
+      '10',
+      's',
+      'x10s',
+      '10sx',
+      '10 s',
+      '1.5s',
+      '-1s',
+      '10S',
+      '99999999999999d',
+    ]) {
+      expect([text, parseDuration(text)]).toEqual([text, undefined]);
+    }
+  });
+
+  it('readDuration: the fallback when unset or empty, one line naming the variable otherwise', () => {
+    expect(readDuration({}, 'D', 42)).toBe(42);
+    expect(readDuration({ D: '' }, 'D', 42)).toBe(42);
+    expect(readDuration({ D: '3s' }, 'D', 42)).toBe(3000);
+    expect(() => readDuration({ D: '3' }, 'D', 42)).toThrow(
+      'D must be a positive duration such as 500ms, 10s, 5m, 24h or 2d, got "3"',
+    );
+  });
+
+  it('readBoolean: "true" and "false" only, and "false" is false', () => {
+    expect(readBoolean({}, 'F', true)).toBe(true);
+    expect(readBoolean({ F: '' }, 'F', true)).toBe(true);
+    expect(readBoolean({ F: 'false' }, 'F', true)).toBe(false);
+    expect(readBoolean({ F: 'true' }, 'F', false)).toBe(true);
+    for (const raw of ['1', '0', 'TRUE', 'yes', ' true']) {
+      expect(() => readBoolean({ F: raw }, 'F', false)).toThrow(
+        `F must be true or false, got ${JSON.stringify(raw)}`,
+      );
+    }
   });
 });

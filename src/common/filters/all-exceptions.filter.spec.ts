@@ -206,4 +206,42 @@ describe('AllExceptionsFilter', () => {
     expect(response.destroy).toHaveBeenCalled();
     expect(response.status).not.toHaveBeenCalled();
   });
+
+  it.each([
+    [new Error('boom'), 500, true],
+    [new HttpErrorWithHeaders(503, 'shutting down', {}), 503, true],
+    [new HttpErrorWithHeaders(499, 'client', {}), 499, false],
+    [new BadRequestException('bad'), 400, false],
+  ])(
+    'logs %s as an error with its request id only when it is a 5xx',
+    (exception, status, logged) => {
+      const error = jest.spyOn(Logger.prototype, 'error');
+      const response = {
+        headersSent: false,
+        status: jest.fn().mockReturnThis(),
+        set: jest.fn().mockReturnThis(),
+        json: jest.fn().mockReturnThis(),
+      };
+      const host = {
+        switchToHttp: () => ({
+          getResponse: () => response,
+          getRequest: () => ({ id: 'req-7' }),
+        }),
+      } as unknown as ArgumentsHost;
+      try {
+        new AllExceptionsFilter().catch(exception, host);
+        expect(response.status).toHaveBeenCalledWith(status);
+        if (logged) {
+          expect(error).toHaveBeenCalledWith(
+            { reqId: 'req-7', err: exception },
+            `request req-7 failed with ${status}`,
+          );
+        } else {
+          expect(error).not.toHaveBeenCalled();
+        }
+      } finally {
+        error.mockRestore();
+      }
+    },
+  );
 });

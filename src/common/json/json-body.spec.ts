@@ -1,4 +1,11 @@
-import { describeExcessiveNesting, describeReadingError } from './json-body';
+import type { Request, Response } from 'express';
+import { Readable } from 'node:stream';
+import {
+  createJsonBodyReader,
+  describeExcessiveNesting,
+  describeReadingError,
+  UnreadableBody,
+} from './json-body';
 
 describe('describeReadingError', () => {
   it.each([
@@ -40,6 +47,98 @@ describe('describeExcessiveNesting', () => {
     expect(describeExcessiveNesting('{"a":"[[[[\\"[[[["}', 1)).toBeUndefined();
     expect(describeExcessiveNesting('["\\\\",[[1]]]', 2)).toBe(
       'request body nests arrays or objects deeper than 2 levels (at character 8)',
+    );
+  });
+});
+
+describe('createJsonBodyReader', () => {
+  const read = createJsonBodyReader(100);
+
+  async function bodyOf(bytes: Buffer | string, contentType?: string) {
+    const data = Buffer.from(bytes);
+    const headers: Record<string, string> = {
+      'content-length': String(data.length),
+      ...(contentType === undefined ? {} : { 'content-type': contentType }),
+    };
+    const request = Object.assign(
+      Readable.from(data.length > 0 ? [data] : []),
+      {
+        headers,
+        get: (name: string) => headers[name.toLowerCase()],
+      },
+    );
+    await read(request as unknown as Request, {} as Response);
+    return (request as unknown as { body: unknown }).body;
+  }
+
+  it('parses a JSON object, integers exactly', async () => {
+    await expect(
+      bodyOf('{"id":9223372036854775807,"x":1.5}', 'application/json'),
+    ).resolves.toEqual({
+      id: 9223372036854775807n,
+      x: 1.5,
+    });
+  });
+
+  it.each([
+    'application/json; charset=utf-8',
+    'application/json; charset=UTF8',
+    'Application/JSON',
+  ])('accepts the Content-Type %s', async (type) => {
+    await expect(bodyOf('{"a":"b"}', type)).resolves.toEqual({ a: 'b' });
+  });
+
+  it('leaves an empty body undefined', async () => {
+    await expect(bodyOf('', 'application/json')).resolves.toBeUndefined();
+  });
+
+  it.each([
+    [
+      '{"a":1}',
+      'text/plain',
+      'Content-Type must be application/json, got "text/plain"',
+    ],
+    ['{"a":1}', undefined, 'Content-Type must be application/json, got ""'],
+    [
+      '{"a":1}',
+      'application/json;;',
+      'Content-Type must be application/json, got "application/json;;"',
+    ],
+    [
+      '{"a":1}',
+      'application/json; charset=latin1',
+      'request body must be UTF-8 encoded, got charset "latin1"',
+    ],
+    [
+      '{"a":1}',
+      'application/json; charset=xutf-8',
+      'request body must be UTF-8 encoded, got charset "xutf-8"',
+    ],
+    [
+      Buffer.from([0x7b, 0xff, 0x7d]),
+      'application/json',
+      'request body is not valid UTF-8',
+    ],
+    [
+      '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+      'application/json',
+      'request body nests arrays or objects deeper than 32 levels (at character 33)',
+    ],
+    [
+      'x'.repeat(101),
+      'application/json',
+      'request body is larger than the limit of 100 bytes',
+    ],
+  ])('explains why %j (%s) cannot be read', async (bytes, type, reason) => {
+    const body = await bodyOf(bytes, type);
+    expect(body).toBeInstanceOf(UnreadableBody);
+    expect((body as UnreadableBody).reason).toBe(reason);
+  });
+
+  it('says where malformed JSON breaks', async () => {
+    const body = await bodyOf('{"a": ', 'application/json');
+    expect((body as UnreadableBody).reason).toMatch(
+      /^request body is not valid JSON: .+/,
     );
   });
 });

@@ -1,4 +1,12 @@
-import { loggableTarget } from './pino-logger';
+import type { Response } from 'express';
+import { EventEmitter } from 'node:events';
+import pino from 'pino';
+import {
+  createRequestLogger,
+  loggableTarget,
+  PinoNestLogger,
+  type RequestWithId,
+} from './pino-logger';
 
 describe('loggableTarget', () => {
   const token = `pst_${'A'.repeat(43)}`;
@@ -24,5 +32,199 @@ describe('loggableTarget', () => {
     expect(loggableTarget('/plants/pst_short')).toEqual({
       path: '/plants/pst_short',
     });
+  });
+});
+
+/** A pino logger whose lines are kept, parsed, instead of written. */
+function collectingLogger(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level },
+    {
+      write: (line: string) =>
+        lines.push(JSON.parse(line) as Record<string, unknown>),
+    },
+  );
+  return { logger, lines };
+}
+
+class FakeResponse extends EventEmitter {
+  statusCode = 200;
+  writableFinished = true;
+  headersSent = true;
+  readonly headers: Record<string, string> = {};
+  setHeader(name: string, value: string) {
+    this.headers[name] = value;
+  }
+}
+
+describe('createRequestLogger', () => {
+  function logOne(
+    level: string,
+    request: { url?: string; headers?: Record<string, string> },
+    finish: (response: FakeResponse) => void,
+  ) {
+    const { logger, lines } = collectingLogger(level);
+    const response = new FakeResponse();
+    const req = {
+      method: 'GET',
+      originalUrl: request.url ?? '/plants',
+      headers: request.headers ?? {},
+    } as unknown as RequestWithId;
+    const next = jest.fn();
+    createRequestLogger(logger)(req, response as unknown as Response, next);
+    expect(next).toHaveBeenCalledTimes(1);
+    finish(response);
+    response.emit('close');
+    return { lines, response, req };
+  }
+
+  it('echoes a sane X-Request-Id and logs it with the path, the query names and the status', () => {
+    const { lines, response, req } = logOne(
+      'info',
+      {
+        url: '/plants?limit=5&access_token=secret',
+        headers: { 'x-request-id': 'abc-1.2_3:4' },
+      },
+      () => undefined,
+    );
+    expect(req.id).toBe('abc-1.2_3:4');
+    expect(response.headers['X-Request-Id']).toBe('abc-1.2_3:4');
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 30,
+        reqId: 'abc-1.2_3:4',
+        method: 'GET',
+        path: '/plants',
+        query: ['limit', 'access_token'],
+        statusCode: 200,
+        responseTime: expect.any(Number),
+        msg: 'request completed',
+      }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('secret');
+  });
+
+  it.each(['', 'has space', 'x'.repeat(129), 'semi;colon'])(
+    'replaces the X-Request-Id %j with a fresh UUID',
+    (given) => {
+      const { req } = logOne(
+        'info',
+        { headers: { 'x-request-id': given } },
+        () => undefined,
+      );
+      expect(req.id).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      );
+    },
+  );
+
+  it('keeps an X-Request-Id of 128 characters', () => {
+    const id = 'x'.repeat(128);
+    const { req } = logOne(
+      'info',
+      { headers: { 'x-request-id': id } },
+      () => undefined,
+    );
+    expect(req.id).toBe(id);
+  });
+
+  it.each([
+    [200, 30],
+    [399, 30],
+    [400, 40],
+    [404, 40],
+    [499, 40],
+    [500, 50],
+    [503, 50],
+  ])('logs a %i at level %i', (status, level) => {
+    const { lines } = logOne('info', {}, (response) => {
+      response.statusCode = status;
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({ level, statusCode: status }),
+    ]);
+  });
+
+  it('logs a request the client cut before any answer as aborted, at warn, with no status', () => {
+    const { lines } = logOne('info', {}, (response) => {
+      response.writableFinished = false;
+      response.headersSent = false;
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        aborted: true,
+        msg: 'request aborted by the client',
+      }),
+    ]);
+    expect(lines[0]).not.toHaveProperty('statusCode');
+  });
+
+  it('keeps the status of an answer cut after its headers were sent', () => {
+    const { lines } = logOne('info', {}, (response) => {
+      response.writableFinished = false;
+      response.statusCode = 200;
+    });
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 40, aborted: true, statusCode: 200 }),
+    ]);
+  });
+
+  it('writes nothing below the configured level', () => {
+    expect(logOne('error', {}, () => undefined).lines).toEqual([]);
+    expect(
+      logOne('error', {}, (response) => {
+        response.statusCode = 404;
+      }).lines,
+    ).toEqual([]);
+  });
+});
+
+describe('PinoNestLogger', () => {
+  it.each([
+    ['log', 30],
+    ['warn', 40],
+    ['debug', 20],
+    ['verbose', 10],
+    ['fatal', 60],
+  ] as const)('writes %s at level %i with its context', (method, level) => {
+    const { logger, lines } = collectingLogger('trace');
+    new PinoNestLogger(logger)[method]('hello', 'Ctx');
+    expect(lines).toEqual([
+      expect.objectContaining({ level, msg: 'hello', context: 'Ctx' }),
+    ]);
+  });
+
+  it('writes an error with its stack argument taken as context when no context follows', () => {
+    const { logger, lines } = collectingLogger('trace');
+    const nest = new PinoNestLogger(logger);
+    nest.error('failed', 'Ctx');
+    nest.error('failed', 'stack', 'Ctx2');
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 50, msg: 'failed', context: 'Ctx' }),
+      expect.objectContaining({ level: 50, msg: 'failed', context: 'Ctx2' }),
+    ]);
+  });
+
+  it('writes an Error as err with its message, and an object as fields', () => {
+    const { logger, lines } = collectingLogger('trace');
+    const nest = new PinoNestLogger(logger);
+    nest.warn(new Error('it broke'), 'Ctx');
+    nest.log({ reqId: 'r1', detail: 2 }, 'Ctx');
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: 'it broke',
+        context: 'Ctx',
+        err: expect.objectContaining({ message: 'it broke' }),
+      }),
+      expect.objectContaining({
+        level: 30,
+        reqId: 'r1',
+        detail: 2,
+        context: 'Ctx',
+      }),
+    ]);
   });
 });

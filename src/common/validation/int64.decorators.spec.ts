@@ -89,7 +89,7 @@ describe('Int64Property', () => {
 });
 
 describe('Int64Param', () => {
-  it('documents a required integer/int64 path parameter', () => {
+  it('documents a required integer/int64 path parameter, with the exact int64 bounds', () => {
     const parameters = Reflect.getMetadata(
       DECORATORS.API_PARAMETERS,
       Controller.prototype.find,
@@ -100,7 +100,12 @@ describe('Int64Param', () => {
         in: 'path',
         required: true,
         description: 'The id',
-        schema: { type: 'integer', format: 'int64' },
+        schema: {
+          type: 'integer',
+          format: 'int64',
+          minimum: -(2n ** 63n),
+          maximum: 2n ** 63n - 1n,
+        },
       }),
     ]);
   });

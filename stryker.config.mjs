@@ -1,0 +1,33 @@
+// @ts-check
+// npm run test:mutation: mutation testing of the unit tests, over every source file that has a
+// spec beside it. CI fails below the break threshold.
+import { existsSync, readdirSync } from 'node:fs';
+
+const mutate = readdirSync('src', { recursive: true, encoding: 'utf8' })
+  .filter((file) => file.endsWith('.spec.ts'))
+  .map((file) => `src/${file.replace(/\.spec\.ts$/, '.ts')}`)
+  .filter((file) => existsSync(file))
+  .sort();
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'npm',
+  testRunner: 'jest',
+  jest: { projectType: 'custom', configFile: 'jest.unit.config.js', enableFindRelatedTests: true },
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  mutate,
+  coverageAnalysis: 'perTest',
+  reporters: ['clear-text', 'progress', 'html'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  thresholds: { high: 95, low: 90, break: 90 },
+  concurrency: 2,
+  timeoutMS: 10_000,
+  // results of unchanged mutants and tests are reused from the committed file, so that CI
+  // tests only what a change touches; `npm run test:mutation -- --force` tests everything
+  incremental: true,
+  incrementalFile: 'stryker-incremental.json',
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};
