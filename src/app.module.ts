@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
 import { ShutdownGate } from './common/http/shutdown-gate';
-import { JsonBodyInterceptor } from './common/json/json-body.interceptor';
+import { JsonBodyGuard } from './common/json/json-body.guard';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
@@ -30,10 +30,11 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     WebhooksModule,
   ],
   providers: [
-    // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts);
-    // each route's access rule is checked here, and only then is a body read.
+    // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts).
+    // Global guards run in the order listed: each route's access rule, and only then is a
+    // body read (test/rate-limit.e2e-spec.ts holds the order).
     { provide: APP_GUARD, useExisting: BearerGuard },
-    { provide: APP_INTERCEPTOR, useClass: JsonBodyInterceptor },
+    { provide: APP_GUARD, useClass: JsonBodyGuard },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useClass: AppValidationPipe },
     ShutdownGate,

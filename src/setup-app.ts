@@ -17,7 +17,7 @@ import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
 /**
  * Builds the application exactly as users run it; main.ts and the e2e tests both call this, so
  * the tests exercise the same admission, serialisation and error handling. Bodies are read
- * later, by JsonBodyInterceptor, only for operations that take one.
+ * later, by JsonBodyGuard, only for operations that take one.
  */
 export async function createApp(): Promise<NestExpressApplication> {
   const config = readAppConfig(process.env);

@@ -24,7 +24,7 @@ export interface AdmittedRequest extends Request {
  * 3. the request is charged to its proven token, or else to its client address: a token that
  *    is not proven never chooses the counter.
  * Which routes need which token is BearerGuard's, after routing; no body has been read yet
- * (JsonBodyInterceptor reads it once the guards have passed).
+ * (JsonBodyGuard, the last global guard, reads it).
  */
 @Injectable()
 export class RequestAdmission {
