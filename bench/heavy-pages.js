@@ -5,67 +5,21 @@
 // worst latency is the longest the event loop was held by one request. Run once with the
 // default page bound (PAGE_MAX_BYTES=1mb) and once with it out of the way (64mb), on loopback.
 'use strict';
-const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
-const { createServer } = require('node:net');
-const { tmpdir } = require('node:os');
-const { join } = require('node:path');
 const autocannon = require('autocannon');
+const { option, startBuiltService } = require('./built-service');
 
-const ROOT = join(__dirname, '..');
 const PLANTS = 1000;
-
-function option(name, fallback) {
-  const index = process.argv.indexOf(`--${name}`);
-  return index === -1 ? fallback : Number(process.argv[index + 1]);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 async function measure(pageMaxBytes, duration, readers) {
-  const folder = mkdtempSync(join(tmpdir(), 'plant-store-pages-'));
-  const env = {
-    PATH: process.env.PATH,
-    NODE_ENV: 'production',
-    DATABASE_URL: `sqlite:${join(folder, 'pages.sqlite')}`,
+  const { base, token, stop } = await startBuiltService('pages', {
     RATE_LIMIT_PER_TOKEN: '1000000000',
     RATE_LIMIT_PER_ADDRESS: '1000000000',
     PAGE_MAX_BYTES: pageMaxBytes,
     LOG_LEVEL: 'warn',
-  };
-  const token = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'pages'], {
-    env,
-    encoding: 'utf8',
-  })
-    .trimEnd()
-    .split('\n')
-    .pop();
-  const port = await freePort();
-  const service = spawn(process.execPath, ['--max-old-space-size=192', join(ROOT, 'dist', 'main.js')], {
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
-    const base = `http://127.0.0.1:${port}`;
-    for (let tries = 0; ; tries += 1) {
-      try {
-        if ((await fetch(`${base}/health/live`)).ok) break;
-      } catch {
-        if (tries > 300) throw new Error('the service did not start');
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
     const auth = { authorization: `Bearer ${token}` };
     // as long as a name can be within the default 16 KiB body limit
     const name = 'n'.repeat(16_000);
@@ -110,9 +64,7 @@ async function measure(pageMaxBytes, duration, readers) {
       liveMax: probes[probes.length - 1],
     };
   } finally {
-    service.kill('SIGTERM');
-    await new Promise((resolve) => service.once('exit', resolve));
-    rmSync(folder, { recursive: true, force: true });
+    await stop();
   }
 }
 

@@ -3,32 +3,12 @@
 // Mixed create/read/list/delete load on the built service (loopback, bounded in time), with
 // errors counted (must be zero) and RSS sampled over time (must not keep growing after warm-up).
 'use strict';
-const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
-const { createServer } = require('node:net');
-const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { readFileSync } = require('node:fs');
 const autocannon = require('autocannon');
+const { option, startBuiltService } = require('./built-service');
 
-const ROOT = join(__dirname, '..');
 /** Allowed growth of peak RSS from the middle third of the run to the last third. */
 const MAX_GROWTH = 0.1;
-
-function option(name, fallback) {
-  const index = process.argv.indexOf(`--${name}`);
-  return index === -1 ? fallback : Number(process.argv[index + 1]);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const rssMb = (pid) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
@@ -36,36 +16,10 @@ const rssMb = (pid) =>
 async function main() {
   const duration = option('duration', 60);
   const connections = option('connections', 16);
-  const folder = mkdtempSync(join(tmpdir(), 'plant-store-soak-'));
-  const env = {
-    PATH: process.env.PATH,
-    NODE_ENV: 'production',
-    DATABASE_URL: `sqlite:${join(folder, 'soak.sqlite')}`,
+  const { base, token, service, stop } = await startBuiltService('soak', {
     RATE_LIMIT_PER_TOKEN: '1000000000',
-  };
-  const token = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'soak'], {
-    env,
-    encoding: 'utf8',
-  })
-    .trimEnd()
-    .split('\n')
-    .pop();
-  const port = await freePort();
-  const service = spawn(process.execPath, ['--max-old-space-size=192', join(ROOT, 'dist', 'main.js')], {
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
-    const base = `http://127.0.0.1:${port}`;
-    for (let tries = 0; ; tries += 1) {
-      try {
-        if ((await fetch(`${base}/health/live`)).ok) break;
-      } catch {
-        if (tries > 300) throw new Error('the service did not start');
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-
     let nextId = 0;
     const auth = { authorization: `Bearer ${token}` };
     const samples = [];
@@ -105,9 +59,7 @@ async function main() {
     console.log(ok ? 'PASS' : `FAIL: errors must be 0 and growth at most ${MAX_GROWTH * 100} %`);
     process.exitCode = ok ? 0 : 1;
   } finally {
-    service.kill('SIGTERM');
-    await new Promise((resolve) => service.once('exit', resolve));
-    rmSync(folder, { recursive: true, force: true });
+    await stop();
   }
 }
 

@@ -5,10 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { IsNull, Repository } from 'typeorm';
 import { ApiToken } from './api-token.entity';
 import type { Scope } from './scopes';
-
-/** Recognisable to secret scanners: `pst_` then 32 random bytes in base64url. */
-export const TOKEN_PREFIX = 'pst_';
-const TOKEN_FORMAT = /^pst_[A-Za-z0-9_-]{43}$/;
+import { TOKEN_FORMAT, TOKEN_PREFIX } from './token-format';
 
 /** Writing the last-used time on every request would turn every read into a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;

@@ -6,7 +6,7 @@ import {
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
 } from '../auth/tokens.service';
-import { parseDuration } from '../config/read-env';
+import { DURATION_FORMAT, parseDuration } from '../config/read-env';
 import {
   formatTable,
   formatTime,
@@ -18,7 +18,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function parseLifetime(text: string): number {
   const ms = parseDuration(text);
-  if (ms === undefined && /^\d+(ms|s|m|h|d)$/.test(text.trim())) {
+  // written as a duration, yet too large to be one
+  if (ms === undefined && DURATION_FORMAT.test(text.trim())) {
     return tooLong();
   }
   if (ms === undefined) {

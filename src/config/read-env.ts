@@ -110,9 +110,12 @@ const DURATION_UNITS_MS: Record<string, number> = {
   d: 86_400_000,
 };
 
-/** Durations such as `500ms`, `10s`, `5m`, `24h`, `2d`. */
+/** How durations are written: digits and a unit, `500ms`, `10s`, `5m`, `24h`, `2d`. */
+export const DURATION_FORMAT = /^(\d+)(ms|s|m|h|d)$/;
+
+/** A duration in milliseconds; undefined when it is not written as one, or not positive and safe. */
 export function parseDuration(text: string): number | undefined {
-  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
+  const match = DURATION_FORMAT.exec(text.trim());
   const ms = match ? Number(match[1]) * DURATION_UNITS_MS[match[2]] : NaN;
   return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
 }

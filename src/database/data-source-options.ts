@@ -101,17 +101,17 @@ export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
 
 /** Makes `path` no more open than `mode` when the service's user owns it; says what it did. */
 function tightened(path: string, mode: number): string[] {
-  const { mode: current, uid } = statSync(path);
-  const loose = current & 0o777 & ~mode;
-  if (loose === 0) return [];
-  const was = (current & 0o777).toString(8);
-  if (uid !== process.getuid?.()) {
+  const stat = statSync(path);
+  const was = stat.mode & 0o777;
+  const tight = was & mode;
+  if (tight === was) return [];
+  if (stat.uid !== process.getuid?.()) {
     return [
-      `${path} is mode ${was}, open to other users, and the service does not own it to tighten it; make it ${mode.toString(8)}`,
+      `${path} is mode ${was.toString(8)}, open to other users, and the service does not own it to tighten it; make it ${mode.toString(8)}`,
     ];
   }
-  chmodSync(path, current & 0o777 & mode);
+  chmodSync(path, tight);
   return [
-    `${path} was mode ${was}, open to other users; made it ${(current & 0o777 & mode).toString(8)}`,
+    `${path} was mode ${was.toString(8)}, open to other users; made it ${tight.toString(8)}`,
   ];
 }

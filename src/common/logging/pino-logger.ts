@@ -2,12 +2,10 @@ import type { LoggerService } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import pino, { type Logger as Pino } from 'pino';
+import { TOKEN_ANYWHERE } from '../../auth/token-format';
 import type { AppConfig } from '../../config/app.config';
 
 const REQUEST_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** What a token looks like (TokensService), wherever a client put one by mistake. */
-const TOKEN_LIKE = /pst_[A-Za-z0-9_-]{43}/g;
 
 /**
  * The path and the names of the query parameters, never their values, which may hold a token
@@ -20,12 +18,12 @@ export function loggableTarget(originalUrl: string): {
   const mark = originalUrl.indexOf('?');
   const rawPath = mark === -1 ? originalUrl : originalUrl.slice(0, mark);
   const path = rawPath.includes('pst_')
-    ? rawPath.replace(TOKEN_LIKE, 'pst_[redacted]')
+    ? rawPath.replace(TOKEN_ANYWHERE, 'pst_[redacted]')
     : rawPath;
   if (mark === -1) return { path };
   const names = new Set<string>();
   for (const name of new URLSearchParams(originalUrl.slice(mark + 1)).keys()) {
-    names.add(name.replace(TOKEN_LIKE, 'pst_[redacted]'));
+    names.add(name.replace(TOKEN_ANYWHERE, 'pst_[redacted]'));
   }
   return { path, query: [...names] };
 }

@@ -14,6 +14,8 @@ export function tooManyRequests(retryAfterMs: number, what: string) {
   );
 }
 
+const REJECTED_TOKENS = 'rejected tokens from this address';
+
 /** Who a request is charged to: a proven token, or else the address it came from. */
 export type Payer = { tokenId: string } | { address: string };
 
@@ -58,7 +60,7 @@ export class RateLimiter {
       this.counters.blockedFor(rejectedTokensKey(address)),
     );
     if (blockedMs) {
-      throw tooManyRequests(blockedMs, 'rejected tokens from this address');
+      throw tooManyRequests(blockedMs, REJECTED_TOKENS);
     }
   }
 
@@ -76,10 +78,7 @@ export class RateLimiter {
       }),
     );
     if (count && count.blockedMs > 0) {
-      throw tooManyRequests(
-        count.blockedMs,
-        'rejected tokens from this address',
-      );
+      throw tooManyRequests(count.blockedMs, REJECTED_TOKENS);
     }
   }
 

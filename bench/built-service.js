@@ -1,0 +1,78 @@
+// @ts-check
+// The built service (dist/main.js) on a fresh SQLite file in a folder of its own, listening on a
+// free loopback port with a token issued by the CLI: for the scripts that load it (soak.js,
+// heavy-pages.js).
+'use strict';
+const { spawn, execFileSync } = require('node:child_process');
+const { mkdtempSync, rmSync } = require('node:fs');
+const { createServer } = require('node:net');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+
+const ROOT = join(__dirname, '..');
+
+/** `--name value` from the command line as a number, or the fallback. */
+function option(name, fallback) {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? fallback : Number(process.argv[index + 1]);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts the service with `env` on top of its defaults and resolves once `/health/live`
+ * answers: its base URL, a token with the default scopes, its process, and `stop`, which ends
+ * it and removes its folder.
+ * @param {string} name
+ * @param {Record<string, string>} env
+ */
+async function startBuiltService(name, env) {
+  const folder = mkdtempSync(join(tmpdir(), `plant-store-${name}-`));
+  const serviceEnv = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'production',
+    DATABASE_URL: `sqlite:${join(folder, `${name}.sqlite`)}`,
+    ...env,
+  };
+  const token = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
+    env: serviceEnv,
+    encoding: 'utf8',
+  })
+    .trimEnd()
+    .split('\n')
+    .pop();
+  const port = await freePort();
+  const service = spawn(process.execPath, ['--max-old-space-size=192', join(ROOT, 'dist', 'main.js')], {
+    env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const stop = async () => {
+    service.kill('SIGTERM');
+    await new Promise((resolve) => service.once('exit', resolve));
+    rmSync(folder, { recursive: true, force: true });
+  };
+  const base = `http://127.0.0.1:${port}`;
+  for (let tries = 0; ; tries += 1) {
+    try {
+      if ((await fetch(`${base}/health/live`)).ok) break;
+    } catch {
+      if (tries > 300) {
+        await stop();
+        throw new Error('the service did not start');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return { base, token, service, stop };
+}
+
+module.exports = { option, startBuiltService };
