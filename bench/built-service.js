@@ -31,11 +31,13 @@ function freePort() {
 /**
  * Starts the service with `env` on top of its defaults and resolves once `/health/live`
  * answers: its base URL, a token with the default scopes, its process, and `stop`, which ends
- * it and removes its folder.
+ * it and removes its folder. `prepare` runs after the CLI has created the database and before
+ * the service starts, with the database's path and the environment.
  * @param {string} name
  * @param {Record<string, string>} env
+ * @param {{ root?: string, prepare?: (file: string, env: Record<string, string>) => void }} [options]
  */
-async function startBuiltService(name, env) {
+async function startBuiltService(name, env, { root = ROOT, prepare } = {}) {
   const folder = mkdtempSync(join(tmpdir(), `plant-store-${name}-`));
   const serviceEnv = {
     PATH: process.env.PATH ?? '',
@@ -43,15 +45,18 @@ async function startBuiltService(name, env) {
     DATABASE_URL: `sqlite:${join(folder, `${name}.sqlite`)}`,
     ...env,
   };
-  const token = execFileSync(process.execPath, [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
+  const token = execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
     env: serviceEnv,
     encoding: 'utf8',
   })
     .trimEnd()
     .split('\n')
     .pop();
+  prepare?.(join(folder, `${name}.sqlite`), serviceEnv);
   const port = await freePort();
-  const service = spawn(process.execPath, ['--max-old-space-size=192', join(ROOT, 'dist', 'main.js')], {
+  // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service only
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const service = spawn(process.execPath, ['--max-old-space-size=192', ...nodeArgs, join(root, 'dist', 'main.js')], {
     env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -75,4 +80,4 @@ async function startBuiltService(name, env) {
   return { base, token, service, stop };
 }
 
-module.exports = { option, startBuiltService };
+module.exports = { ROOT, option, startBuiltService };

@@ -20,6 +20,7 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
+const { measureWebhookThroughput, printWebhookThroughput } = require('./webhook-throughput');
 
 const ROOT = join(__dirname, '..');
 
@@ -330,14 +331,29 @@ async function main() {
       };
     });
 
+    // the HTTP servers are stopped first: the dispatcher is measured on a quiet machine
+    await stopServers(started.splice(0));
+    const webhooks = [];
+    for (const [name, root] of [['service', ROOT], ...(options.against ? [['service-against', options.against]] : [])]) {
+      webhooks.push(
+        await measureWebhookThroughput({
+          name,
+          root,
+          ...(options.smoke ? { plants: 200, seconds: 5 } : { plants: 5000, seconds: 10 }),
+        }),
+      );
+    }
+
     const report = {
       date: new Date().toISOString(),
       node: process.version,
       options,
       seeded: Math.max(SEEDED, options.preload),
       scenarios: summary,
+      webhooks,
     };
     printTable(report);
+    printWebhookThroughput(webhooks);
     const out =
       options.out ||
       (options.smoke
@@ -352,19 +368,18 @@ async function main() {
     console.log(`\nwrote ${out}`);
     if (options.smoke) console.log(`SMOKE ${JSON.stringify(report)}`);
   } finally {
-    for (const server of started) server.child.kill('SIGTERM');
-    await Promise.all(
-      started.map(
-        (s) =>
-          new Promise((resolve) =>
-            s.child.exitCode !== null
-              ? resolve(0)
-              : s.child.once('exit', resolve),
-          ),
-      ),
-    );
+    await stopServers(started);
     rmSync(folder, { recursive: true, force: true });
   }
+}
+
+async function stopServers(started) {
+  for (const server of started) server.child.kill('SIGTERM');
+  await Promise.all(
+    started.map(
+      (s) => new Promise((resolve) => (s.child.exitCode !== null ? resolve(0) : s.child.once('exit', resolve))),
+    ),
+  );
 }
 
 function printTable(report) {

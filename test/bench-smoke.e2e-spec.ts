@@ -22,6 +22,13 @@ interface BenchReport {
     serviceToHardenedPeer: number;
     serviceToAgainst?: number;
   }[];
+  webhooks: {
+    name: string;
+    backlog: number;
+    delivered: number;
+    deliveriesPerSecond: number;
+    slowReceiverMaxOpen: number;
+  }[];
 }
 
 function smokeRun(...args: string[]): { report: BenchReport; stdout: string } {
@@ -86,6 +93,18 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
     expect(stdout).toMatch(
       /^scenario\s+server\s+req\/s\s+p50 ms\s+p99 ms\s+errors\s+peak RSS MB/m,
     );
+    // the dispatcher drained its backlog to the fast receiver, the slow one held its share
+    expect(report.webhooks.map(({ name }) => name)).toEqual([
+      'service',
+      'service-against',
+    ]);
+    for (const figures of report.webhooks) {
+      expect(figures.delivered).toBe(figures.backlog);
+      expect(figures.deliveriesPerSecond).toBeGreaterThan(0);
+      expect(figures.slowReceiverMaxOpen).toBeGreaterThan(0);
+      expect(figures.slowReceiverMaxOpen).toBeLessThanOrEqual(16);
+    }
+    expect(stdout).toMatch(/deliveries\/s to the fast receiver/);
   });
 
   it('refuses --against a folder without a built service', () => {

@@ -167,6 +167,15 @@ function unpublished(names: string[]): string[] {
   );
 }
 
+function migrationsBeforeEventOutbox<T extends { name: string }>(
+  migrations: T[],
+): T[] {
+  return migrations.slice(
+    0,
+    migrations.findIndex(({ name }) => name.includes('EventOutbox')),
+  );
+}
+
 /**
  * The EventOutbox migration on a database written by the schema before it: subscriptions
  * keep receiving what they subscribed to, and a pending delivery keeps its webhook-id, its
@@ -272,7 +281,7 @@ function upgradeSuite(
 describe('upgrading a database written by the previous schema', () => {
   it(
     'on SQLite keeps subscriptions, pending deliveries and their history',
-    upgradeSuite(sqliteMigrations.slice(0, -1), () => {
+    upgradeSuite(migrationsBeforeEventOutbox(sqliteMigrations), () => {
       const folder = makeTempFolder();
       const file = join(folder.path, 'old.sqlite');
       return Promise.resolve({
@@ -285,7 +294,10 @@ describe('upgrading a database written by the previous schema', () => {
   describeWithPostgres('on PostgreSQL', () => {
     it(
       'keeps subscriptions, pending deliveries and their history',
-      upgradeSuite(postgresMigrations.slice(0, -1), createTestDatabase),
+      upgradeSuite(
+        migrationsBeforeEventOutbox(postgresMigrations),
+        createTestDatabase,
+      ),
     );
   });
 });

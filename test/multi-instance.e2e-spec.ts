@@ -1,106 +1,217 @@
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { postgresMigrations } from '../src/database/migrations';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import {
   runCliProcess,
   startServiceProcess,
   type ServiceProcess,
 } from './helpers/service-process';
-import { WebhookReceiver } from './helpers/webhook-receiver';
+import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
 
-describeWithPostgres('two service instances on one PostgreSQL database', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  let instances: ServiceProcess[];
-  let receiver: WebhookReceiver;
-  let token: string;
+/** Starts `count` instances at the same instant, as a Deployment's rollout does. */
+function startTogether(
+  count: number,
+  env: Record<string, string>,
+): Promise<ServiceProcess[]> {
+  return Promise.all(
+    Array.from({ length: count }, () => startServiceProcess(env)),
+  );
+}
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    receiver = await WebhookReceiver.start();
-    const env = {
-      DATABASE_URL: database.url,
-      WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
-      // both dispatchers poll often, so that they race for the same deliveries
-      WEBHOOKS_POLL_INTERVAL: '20ms',
-    };
-    token = runCliProcess(
-      ['tokens', 'create', '--name', 'multi'],
-      env,
-    ).lastLine;
-    expect(
-      runCliProcess(['webhooks', 'add', '--url', receiver.url], env).status,
-    ).toBe(0);
-    // one after the other: the first applies the migrations
-    instances = [
-      await startServiceProcess(env),
-      await startServiceProcess(env),
-    ];
-  });
+async function stopAll(instances: ServiceProcess[]): Promise<void> {
+  for (const instance of instances) instance.child.kill('SIGTERM');
+  await Promise.all(instances.map((instance) => instance.exited));
+}
 
-  afterAll(async () => {
-    for (const instance of instances ?? []) instance.child.kill('SIGTERM');
-    await Promise.all((instances ?? []).map((instance) => instance.exited));
-    await receiver.close();
-    await database.drop();
-  });
+async function queryDatabase<T>(url: string, sql: string): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
 
-  const call = (
-    instance: ServiceProcess,
-    method: string,
-    path: string,
-    body?: string,
-  ) =>
-    fetch(`${instance.baseUrl}${path}`, {
-      method,
-      headers: {
-        Authorization: `Bearer ${token}`,
-        'Content-Type': 'application/json',
-      },
-      body,
+describeWithPostgres('instances started together on one database', () => {
+  it.each([
+    ['an empty database', 0],
+    ['an empty database, again', 0],
+    ['an empty database, a third time', 0],
+    ['a database one migration behind', postgresMigrations.length - 1],
+  ])(
+    'on %s, three start at once: each migration is applied once and all serve',
+    async (_case, alreadyApplied) => {
+      const database = await createTestDatabase();
+      try {
+        if (alreadyApplied > 0) {
+          const outdated = new DataSource({
+            type: 'postgres',
+            url: database.url,
+            migrations: postgresMigrations.slice(0, alreadyApplied),
+          });
+          await outdated.initialize();
+          await outdated.runMigrations();
+          await outdated.destroy();
+        }
+        const instances = await startTogether(3, {
+          DATABASE_URL: database.url,
+        });
+        try {
+          for (const instance of instances) {
+            expect(
+              (await fetch(`${instance.baseUrl}/health/ready`)).status,
+            ).toBe(200);
+          }
+          const applied = await queryDatabase<{ name: string }>(
+            database.url,
+            'SELECT name FROM migrations ORDER BY id',
+          );
+          expect(applied.map(({ name }) => name)).toEqual(
+            postgresMigrations.map((migration) => migration.name),
+          );
+        } finally {
+          await stopAll(instances);
+        }
+      } finally {
+        await database.drop();
+      }
+    },
+  );
+});
+
+describeWithPostgres(
+  'three service instances on one PostgreSQL database',
+  () => {
+    let database: Awaited<ReturnType<typeof createTestDatabase>>;
+    let instances: ServiceProcess[];
+    let receiver: WebhookReceiver;
+    let failingReceiver: WebhookReceiver;
+    let token: string;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      receiver = await WebhookReceiver.start();
+      failingReceiver = await WebhookReceiver.start((_req, res) =>
+        res.writeHead(500).end(),
+      );
+      const env = {
+        DATABASE_URL: database.url,
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        // the dispatchers poll and retry often, so that they race for the same attempts
+        WEBHOOKS_POLL_INTERVAL: '20ms',
+        WEBHOOKS_RETRY_BASE: '50ms',
+        WEBHOOKS_RETRY_MAX_DELAY: '200ms',
+        WEBHOOKS_RETRY_WINDOW: '2s',
+      };
+      // all at once on the empty database: the migrations are taken in turns
+      instances = await startTogether(3, env);
+      token = runCliProcess(
+        ['tokens', 'create', '--name', 'multi'],
+        env,
+      ).lastLine;
+      for (const url of [receiver.url, failingReceiver.url]) {
+        expect(
+          runCliProcess(['webhooks', 'add', '--url', url], env).status,
+        ).toBe(0);
+      }
     });
 
-  it('gives exactly one 200 per id when both instances get the same creates at once', async () => {
-    const ids = Array.from(
-      { length: 40 },
-      (_, i) => 9_007_199_254_740_993n + BigInt(i),
-    );
-    const outcomes = await Promise.all(
-      ids.map(async (id) => {
-        const body = `{"id":${id},"name":"Shared ${id}"}`;
-        const statuses = await Promise.all(
-          instances.map((instance) =>
-            call(instance, 'POST', '/plants', body).then((r) => r.status),
+    afterAll(async () => {
+      await stopAll(instances ?? []);
+      await receiver.close();
+      await failingReceiver.close();
+      await database.drop();
+    });
+
+    const call = (
+      instance: ServiceProcess,
+      method: string,
+      path: string,
+      body?: string,
+    ) =>
+      fetch(`${instance.baseUrl}${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'Content-Type': 'application/json',
+        },
+        body,
+      });
+
+    it('gives exactly one 200 per id when every instance gets the same creates at once', async () => {
+      const ids = Array.from(
+        { length: 40 },
+        (_, i) => 9_007_199_254_740_993n + BigInt(i),
+      );
+      const outcomes = await Promise.all(
+        ids.map(async (id) => {
+          const body = `{"id":${id},"name":"Shared ${id}"}`;
+          const statuses = await Promise.all(
+            instances.map((instance) =>
+              call(instance, 'POST', '/plants', body).then((r) => r.status),
+            ),
+          );
+          return statuses.sort().join(',');
+        }),
+      );
+      expect(outcomes).toEqual(Array(40).fill('200,400,400'));
+    });
+
+    it('reads and deletes across instances', async () => {
+      const [a, b, c] = instances;
+      expect(
+        (await call(a, 'POST', '/plants', '{"id":1,"name":"Roaming"}')).status,
+      ).toBe(200);
+      expect(await (await call(b, 'GET', '/plants/1')).text()).toBe(
+        '{"id":1,"name":"Roaming"}',
+      );
+      expect((await call(c, 'DELETE', '/plants/1')).status).toBe(204);
+      expect((await call(a, 'GET', '/plants/1')).status).toBe(404);
+      expect((await call(b, 'DELETE', '/plants/1')).status).toBe(404);
+    });
+
+    it('sends each delivery once, though every dispatcher sees it', async () => {
+      // 40 shared creates, 1 roaming create and its delete, one subscription to every event
+      const received = await receiver.waitFor(42, 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(receiver.received).toHaveLength(42);
+      const ids = received.map((webhook) => webhook.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(42);
+      const deleted = received.filter(
+        (webhook) => webhook.headers['webhook-event-type'] === 'plant.deleted',
+      );
+      expect(deleted.map((webhook) => webhook.body)).toEqual([
+        '{"id":1,"name":"Roaming"}',
+      ]);
+    });
+
+    it('sends each attempt to a failing receiver once: as many requests as attempts recorded', async () => {
+      const deliveries = await eventually(
+        () =>
+          queryDatabase<{ id: string; attempts: number; status: string }>(
+            database.url,
+            `SELECT d.id, d.attempts, d.status FROM webhook_deliveries d
+             JOIN webhook_subscriptions s ON s.id = d.subscription_id
+            WHERE s.url = '${failingReceiver.url}'`,
           ),
-        );
-        return statuses.sort().join(',');
-      }),
-    );
-    expect(outcomes).toEqual(Array(40).fill('200,400'));
-  });
-
-  it('reads and deletes across instances', async () => {
-    const [a, b] = instances;
-    expect(
-      (await call(a, 'POST', '/plants', '{"id":1,"name":"Roaming"}')).status,
-    ).toBe(200);
-    expect(await (await call(b, 'GET', '/plants/1')).text()).toBe(
-      '{"id":1,"name":"Roaming"}',
-    );
-    expect((await call(b, 'DELETE', '/plants/1')).status).toBe(204);
-    expect((await call(a, 'GET', '/plants/1')).status).toBe(404);
-    expect((await call(a, 'DELETE', '/plants/1')).status).toBe(404);
-  });
-
-  it('sends each delivery once, though both dispatchers see it', async () => {
-    // 40 shared creates, 1 roaming create and its delete, one subscription to every event
-    const received = await receiver.waitFor(42, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(receiver.received).toHaveLength(42);
-    const ids = received.map((webhook) => webhook.headers['webhook-id']);
-    expect(new Set(ids).size).toBe(42);
-    const deleted = received.filter(
-      (webhook) => webhook.headers['webhook-event-type'] === 'plant.deleted',
-    );
-    expect(deleted.map((webhook) => webhook.body)).toEqual([
-      '{"id":1,"name":"Roaming"}',
-    ]);
-  });
-});
+        (rows) =>
+          rows.length === 42 && rows.every(({ status }) => status === 'failed'),
+        30_000,
+      );
+      const sends = new Map<string, number>();
+      for (const { headers } of failingReceiver.received) {
+        const id = String(headers['webhook-id']);
+        sends.set(id, (sends.get(id) ?? 0) + 1);
+      }
+      const attempts = deliveries.reduce((sum, row) => sum + row.attempts, 0);
+      // retried many times each, by three dispatchers polling every 20 ms
+      expect(attempts).toBeGreaterThan(42 * 3);
+      expect(failingReceiver.received).toHaveLength(attempts);
+      for (const { id, attempts: recorded } of deliveries) {
+        expect([id, sends.get(id)]).toEqual([id, recorded]);
+      }
+    });
+  },
+);

@@ -449,3 +449,52 @@ describe('plant-added webhooks to private networks', () => {
     expect(inside.received).toHaveLength(0);
   });
 });
+
+describe('webhooks to a slow receiver and a fast one', () => {
+  let testApp: TestApp;
+
+  afterEach(() => testApp?.close());
+
+  it('keep the slow one to its share of the slots while the fast one gets everything at once', async () => {
+    testApp = await startTestApp({
+      env: {
+        ...FAST_RETRIES,
+        WEBHOOKS_TIMEOUT: '30s',
+        WEBHOOKS_MAX_IN_FLIGHT: '8',
+        WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '2',
+      },
+    });
+    const token = await testApp.issueToken();
+    const subscriptions = testApp.app.get(WebhookSubscriptionsService);
+    let open = 0;
+    let mostOpen = 0;
+    const held: (() => void)[] = [];
+    // answers only when the test ends, long after the fast receiver is done
+    const slow = await WebhookReceiver.start((_req, res) => {
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+      held.push(() => res.end());
+    });
+    const fast = await WebhookReceiver.start();
+    try {
+      await subscriptions.add({ url: slow.url });
+      await subscriptions.add({ url: fast.url });
+      for (let id = 1; id <= 40; id += 1) {
+        await testApp
+          .http()
+          .post('/plants')
+          .set('Authorization', `Bearer ${token}`)
+          .set('Content-Type', 'application/json')
+          .send(`{"id":${id},"name":"Plant ${id}"}`)
+          .expect(200);
+      }
+      const received = await fast.waitFor(40, 10_000);
+      expect(new Set(received.map(({ body }) => body)).size).toBe(40);
+      expect(mostOpen).toBe(2);
+      expect(slow.received).toHaveLength(2);
+    } finally {
+      held.forEach((answer) => answer());
+      await Promise.all([slow.close(), fast.close()]);
+    }
+  });
+});

@@ -11,7 +11,11 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
  * next instant.
  */
 @Entity('webhook_deliveries')
-@Index('IDX_webhook_deliveries_due', ['status', 'nextAttemptAt'])
+@Index('IDX_webhook_deliveries_due', [
+  'subscriptionId',
+  'status',
+  'nextAttemptAt',
+])
 @Index('IDX_webhook_deliveries_subscription', ['subscriptionId', 'createdAt'])
 export class WebhookDelivery {
   /** The Standard Webhooks `webhook-id`, the same on every attempt. */

@@ -5,8 +5,9 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
+import { setMaxListeners } from 'node:events';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, LessThan, LessThanOrEqual, Repository } from 'typeorm';
+import { Brackets, In, IsNull, Repository } from 'typeorm';
 import {
   parseLosslessJson,
   stringifyLosslessJson,
@@ -18,14 +19,20 @@ import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSender, type AttemptOutcome } from './webhook-sender';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
-/** How many deliveries one instance sends at once. */
-const CONCURRENT_DELIVERIES = 8;
-
 /**
  * How long past its timeout a claimed attempt may still be recording its outcome. A claim left
  * by an instance that died is free again after timeout + margin.
  */
 const CLAIM_MARGIN_MS = 2_000;
+
+/** In a random order, so that no subscription is always served first. */
+function shuffled<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+  return items;
+}
 
 /**
  * The body of a delivery: the event's payload written out in the service's own JSON, integers
@@ -36,9 +43,14 @@ export function deliveryBody({ payload }: OutboxEvent): string {
 }
 
 /**
- * Sends the pending deliveries of the outbox's events: polls for due rows, sends each (same webhook-id on
- * every attempt), records the outcome and schedules retries. At-least-once: an attempt cut
- * short by shutdown or a crash leaves its row pending, to be sent again.
+ * Sends the pending deliveries of the outbox's events: polls for due rows, sends each (same
+ * webhook-id on every attempt), records the outcome and schedules retries. At-least-once: an
+ * attempt cut short by shutdown or a crash leaves its row pending, to be sent again.
+ *
+ * At most `maxInFlight` attempts run at once, and at most `maxInFlightPerSubscription` of them
+ * for one subscription, so a slow receiver holds its own share and no more. While a poll finds
+ * more due rows than free slots, every finished attempt polls again at once rather than after
+ * the poll interval: a backlog drains at the receivers' pace.
  */
 @Injectable()
 export class WebhookDispatcher
@@ -46,8 +58,15 @@ export class WebhookDispatcher
 {
   private readonly logger = new Logger(WebhookDispatcher.name);
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Attempts running per subscription id. */
+  private readonly inFlightBySubscription = new Map<string, number>();
   private readonly shutdown = new AbortController();
   private timer?: NodeJS.Timeout;
+  private polling = false;
+  /** A slot freed while a poll ran: poll again as soon as it ends. */
+  private pollAgain = false;
+  /** The last poll found at least as many due rows as it could take. */
+  private backlog = false;
 
   constructor(
     @InjectRepository(WebhookDelivery)
@@ -61,7 +80,9 @@ export class WebhookDispatcher
   ) {}
 
   onApplicationBootstrap(): void {
-    this.scheduleTick(0);
+    // every attempt in flight listens for shutdown on this one signal
+    setMaxListeners(this.config.maxInFlight + 1, this.shutdown.signal);
+    this.schedulePoll(0);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -70,54 +91,158 @@ export class WebhookDispatcher
     await Promise.allSettled(this.inFlight.values());
   }
 
-  private scheduleTick(delayMs: number): void {
+  private schedulePoll(delayMs: number): void {
     if (this.shutdown.signal.aborted) return;
-    this.timer = setTimeout(() => void this.tick(), delayMs);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.poll(), delayMs);
   }
 
-  private async tick(): Promise<void> {
+  private async poll(): Promise<void> {
+    if (this.shutdown.signal.aborted) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
+    this.pollAgain = false;
     try {
-      const capacity = CONCURRENT_DELIVERIES - this.inFlight.size;
-      if (capacity > 0) {
-        const now = new Date();
-        const due = await this.deliveries.find({
-          where: [
-            {
-              status: 'pending',
-              nextAttemptAt: LessThanOrEqual(now),
-              claimedUntil: IsNull(),
-            },
-            {
-              status: 'pending',
-              nextAttemptAt: LessThanOrEqual(now),
-              claimedUntil: LessThan(now),
-            },
-          ],
-          order: { nextAttemptAt: 'ASC' },
-          take: capacity + this.inFlight.size,
-        });
-        for (const delivery of due) {
-          if (this.inFlight.size >= CONCURRENT_DELIVERIES) break;
-          if (this.inFlight.has(delivery.id)) continue;
-          if (!(await this.claim(delivery, now))) continue;
-          const attempt = this.attempt(delivery).finally(() =>
-            this.inFlight.delete(delivery.id),
-          );
-          this.inFlight.set(delivery.id, attempt);
-        }
-      }
+      await this.startDueAttempts();
     } catch (error) {
       if (!this.shutdown.signal.aborted) {
         this.logger.error(error, 'could not read pending webhook deliveries');
       }
     } finally {
-      this.scheduleTick(this.config.pollIntervalMs);
+      this.polling = false;
+      this.schedulePoll(
+        this.pollAgain && this.backlog ? 0 : this.config.pollIntervalMs,
+      );
+    }
+  }
+
+  private async startDueAttempts(): Promise<void> {
+    const free = this.freeSlots();
+    if (free <= 0) return;
+    const now = new Date();
+    const { due, subscriptionById } = await this.dueDeliveries(free, now);
+
+    const claimed: WebhookDelivery[] = [];
+    for (const delivery of due) {
+      if (this.inFlight.has(delivery.id)) continue;
+      if (!(await this.claim(delivery, now))) continue;
+      claimed.push(delivery);
+      this.track(delivery, +1);
+      // reserved now, started once the batch's events are read
+      this.inFlight.set(delivery.id, Promise.resolve());
+    }
+    if (claimed.length === 0) return;
+
+    const events = await this.events
+      .findBy({ id: In(claimed.map((delivery) => delivery.eventId)) })
+      .catch((error: unknown) => {
+        for (const delivery of claimed) this.release(delivery);
+        throw error;
+      });
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    for (const delivery of claimed) {
+      const attempt = this.attempt(
+        delivery,
+        subscriptionById.get(delivery.subscriptionId),
+        eventById.get(delivery.eventId),
+      ).finally(() => {
+        this.release(delivery);
+        if (this.backlog && this.freeSlots() >= this.refillBatch()) {
+          void this.poll();
+        }
+      });
+      this.inFlight.set(delivery.id, attempt);
     }
   }
 
   /**
+   * Up to `free` due deliveries, taken subscription by subscription so that each receiver gets
+   * its share of the free slots: a subscription with a backlog or a slow receiver cannot hold
+   * back the others' fresh events, and its share stops at maxInFlightPerSubscription.
+   */
+  private async dueDeliveries(
+    free: number,
+    now: Date,
+  ): Promise<{
+    due: WebhookDelivery[];
+    subscriptionById: Map<string, WebhookSubscription>;
+  }> {
+    const subscriptions = await this.subscriptions.findBy({
+      removedAt: IsNull(),
+    });
+    const open = shuffled(
+      subscriptions
+        .map(({ id }) => ({
+          id,
+          room:
+            this.config.maxInFlightPerSubscription -
+            (this.inFlightBySubscription.get(id) ?? 0),
+        }))
+        .filter(({ room }) => room > 0),
+    );
+    const due: WebhookDelivery[] = [];
+    let more = false;
+    for (const [index, { id, room }] of open.entries()) {
+      const share = Math.ceil((free - due.length) / (open.length - index));
+      if (share <= 0) break;
+      const limit = Math.min(share, room);
+      const taken = await this.deliveries
+        .createQueryBuilder('delivery')
+        .where('delivery.subscription_id = :id', { id })
+        .andWhere("delivery.status = 'pending'")
+        .andWhere('delivery.next_attempt_at <= :now', { now })
+        .andWhere(
+          new Brackets((claim) =>
+            claim
+              .where('delivery.claimed_until IS NULL')
+              .orWhere('delivery.claimed_until < :now', { now }),
+          ),
+        )
+        .orderBy('delivery.next_attempt_at', 'ASC')
+        .limit(limit)
+        .getMany();
+      due.push(...taken);
+      // a subscription that filled its share may have more waiting
+      if (taken.length === limit) more = true;
+    }
+    this.backlog = more;
+    return {
+      due,
+      subscriptionById: new Map(subscriptions.map((s) => [s.id, s])),
+    };
+  }
+
+  private freeSlots(): number {
+    return this.config.maxInFlight - this.inFlight.size;
+  }
+
+  /** Under a backlog, a poll waits for this many free slots: one query fills them all. */
+  private refillBatch(): number {
+    return Math.max(1, Math.floor(this.config.maxInFlight / 8));
+  }
+
+  private track(delivery: WebhookDelivery, change: 1 | -1): void {
+    const count =
+      (this.inFlightBySubscription.get(delivery.subscriptionId) ?? 0) + change;
+    if (count > 0) {
+      this.inFlightBySubscription.set(delivery.subscriptionId, count);
+    } else {
+      this.inFlightBySubscription.delete(delivery.subscriptionId);
+    }
+  }
+
+  private release(delivery: WebhookDelivery): void {
+    if (this.inFlight.delete(delivery.id)) this.track(delivery, -1);
+  }
+
+  /**
    * Takes a delivery for this instance until the attempt can no longer be running. Of several
-   * instances that saw it due, the database lets one update win; the others skip it.
+   * instances that saw it due, the database lets one update win; the others skip it. The row
+   * must still be as it was read: due, and at the attempt count read, so an instance that read
+   * it before another recorded a failed attempt cannot send that attempt a second time.
    */
   private async claim(delivery: WebhookDelivery, now: Date): Promise<boolean> {
     const { affected } = await this.deliveries
@@ -130,17 +255,19 @@ export class WebhookDispatcher
       })
       .where('id = :id', { id: delivery.id })
       .andWhere("status = 'pending'")
+      .andWhere('attempts = :attempts', { attempts: delivery.attempts })
+      .andWhere('next_attempt_at <= :now', { now })
       .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
       .execute();
     return affected === 1;
   }
 
-  private async attempt(delivery: WebhookDelivery): Promise<void> {
+  private async attempt(
+    delivery: WebhookDelivery,
+    subscription: WebhookSubscription | undefined,
+    event: OutboxEvent | undefined,
+  ): Promise<void> {
     try {
-      const subscription = await this.subscriptions.findOneBy({
-        id: delivery.subscriptionId,
-      });
-      const event = await this.events.findOneBy({ id: delivery.eventId });
       if (!subscription || subscription.removedAt !== null || !event) {
         await this.deliveries.update(
           { id: delivery.id, status: 'pending' },

@@ -1,0 +1,121 @@
+// @ts-check
+// The webhook dispatcher's throughput: a backlog of plant events for two subscriptions, one to a
+// fast receiver and one to a receiver that takes a second to answer, both on loopback. Reports
+// deliveries per second to the fast receiver while the slow one holds its share of the slots,
+// and the most attempts the slow receiver had open at once.
+// Run by `npm run bench` (bench/run.js); alone: node bench/webhook-throughput.js [--plants N]
+//   [--seconds S] [--against DIR]
+'use strict';
+const { execFileSync } = require('node:child_process');
+const { createServer } = require('node:http');
+const { join } = require('node:path');
+const Database = require('better-sqlite3');
+const { ROOT, option, startBuiltService } = require('./built-service');
+
+/** @param {(response: import('node:http').ServerResponse) => void} answer */
+function startReceiver(answer) {
+  const stats = { received: 0, open: 0, maxOpen: 0, firstAt: 0, lastAt: 0 };
+  const server = createServer((request, response) => {
+    stats.open += 1;
+    stats.maxOpen = Math.max(stats.maxOpen, stats.open);
+    request.resume();
+    request.on('end', () => {
+      stats.received += 1;
+      stats.lastAt = performance.now();
+      if (stats.received === 1) stats.firstAt = stats.lastAt;
+      answer(response);
+    });
+    response.on('close', () => (stats.open -= 1));
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      resolve({
+        url: `http://127.0.0.1:${port}/hook`,
+        stats,
+        close: () => {
+          server.closeAllConnections();
+          return new Promise((done) => server.close(done));
+        },
+      });
+    }),
+  );
+}
+
+/**
+ * Measures one build (its folder holds dist/): the backlog is written straight into the
+ * database before the service starts, so the figure is the dispatcher's alone.
+ * @param {{ root?: string, plants?: number, seconds?: number, name?: string }} options
+ */
+async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 10, name = 'service' } = {}) {
+  const fast = await startReceiver((response) => response.writeHead(204).end());
+  const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
+  const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
+  const service = await startBuiltService(`webhooks-${name}`, env, {
+    root,
+    prepare: (file, serviceEnv) => {
+      for (const receiver of [fast, slow]) {
+        execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'webhooks', 'add', '--url', receiver.url], {
+          env: serviceEnv,
+          stdio: 'ignore',
+        });
+      }
+      const db = new Database(file);
+      const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
+      db.transaction(() => {
+        for (let id = 1; id <= plants; id += 1) insert.run(id, `Plant ${id}`, 'bench');
+      })();
+      db.close();
+    },
+  });
+  // timed from the first delivery to the last, so that the service's start does not count
+  const startedBy = performance.now() + 10_000;
+  while (fast.stats.received === 0 && performance.now() < startedBy) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const deadline = (fast.stats.firstAt || performance.now()) + seconds * 1000;
+  while (fast.stats.received < plants && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const end = fast.stats.received < plants ? performance.now() : fast.stats.lastAt;
+  const elapsed = Math.max(end - fast.stats.firstAt, 1) / 1000;
+  const result = {
+    name,
+    backlog: plants,
+    delivered: fast.stats.received,
+    seconds: Number(elapsed.toFixed(2)),
+    deliveriesPerSecond: Math.round(fast.stats.received / elapsed),
+    slowReceiverMaxOpen: slow.stats.maxOpen,
+  };
+  await service.stop();
+  await Promise.all([fast.close(), slow.close()]);
+  return result;
+}
+
+function printWebhookThroughput(results) {
+  console.log('\nwebhook dispatcher: a backlog for a fast receiver and a 1 s receiver, one instance on SQLite');
+  for (const r of results) {
+    console.log(
+      `  ${r.name.padEnd(16)} ${String(r.deliveriesPerSecond).padStart(6)} deliveries/s to the fast receiver ` +
+        `(${r.delivered}/${r.backlog} in ${r.seconds} s), slow receiver at most ${r.slowReceiverMaxOpen} at once`,
+    );
+  }
+}
+
+module.exports = { measureWebhookThroughput, printWebhookThroughput };
+
+if (require.main === module) {
+  (async () => {
+    const plants = option('plants', 5000);
+    const seconds = option('seconds', 10);
+    const index = process.argv.indexOf('--against');
+    const results = [await measureWebhookThroughput({ plants, seconds })];
+    if (index !== -1) {
+      results.push(await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, name: 'service-against' }));
+    }
+    printWebhookThroughput(results);
+  })().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
