@@ -55,6 +55,7 @@ export class PortableDataSource extends DataSource {
         // the executor's settings, as DataSource.runMigrations makes them
         Object.assign(executor, {
           transaction:
+            // eslint-disable-next-line no-restricted-properties -- the migrations' own mode
             options?.transaction ??
             this.options.migrationsTransactionMode ??
             'all',
