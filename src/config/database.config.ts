@@ -23,7 +23,20 @@ export interface PostgresConfig {
   /** `postgres://` or `postgresql://`, `?sslmode=` included; the pg driver reads it whole. */
   url: string;
   poolSize: number;
+  /** The server cancels a statement that runs longer (`statement_timeout`). */
   statementTimeoutMs: number;
+  /**
+   * A connection attempt, or a wait for a free pooled connection, that takes longer fails.
+   * With the query timeout below, a partitioned server costs a request a bounded wait and a
+   * 503, never a hang.
+   */
+  connectTimeoutMs: number;
+  /**
+   * The client gives up on a query whose answer has not come by then, for when the server
+   * cannot even cancel it (a partition): the statement timeout plus a second, so a server
+   * that can answer always does so first.
+   */
+  queryTimeoutMs: number;
 }
 
 export type DatabaseConfig = SqliteConfig | PostgresConfig;
@@ -65,11 +78,14 @@ function readPostgresUrl(url: string): string {
 export function readDatabaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig {
   const url = readString(env, 'DATABASE_URL', DEFAULT_DATABASE_URL);
   if (/^postgres(ql)?:\/\//.test(url)) {
+    const statementTimeoutMs = readDuration(env, 'DB_STATEMENT_TIMEOUT', 5000);
     return {
       engine: 'postgres',
       url: readPostgresUrl(url),
       poolSize: readInteger(env, 'DB_POOL_SIZE', 10, 1, 1000),
-      statementTimeoutMs: readDuration(env, 'DB_STATEMENT_TIMEOUT', 5000),
+      statementTimeoutMs,
+      connectTimeoutMs: readDuration(env, 'DB_CONNECT_TIMEOUT', 5000),
+      queryTimeoutMs: statementTimeoutMs + 1000,
     };
   }
   const match = /^sqlite:(.+)$/.exec(url);

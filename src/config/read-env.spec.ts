@@ -108,12 +108,15 @@ describe('readDatabaseConfig', () => {
         DATABASE_URL: url,
         DB_POOL_SIZE: '20',
         DB_STATEMENT_TIMEOUT: '2s',
+        DB_CONNECT_TIMEOUT: '3s',
       }),
     ).toEqual({
       engine: 'postgres',
       url,
       poolSize: 20,
       statementTimeoutMs: 2000,
+      connectTimeoutMs: 3000,
+      queryTimeoutMs: 3000,
     });
   });
 

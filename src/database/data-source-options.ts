@@ -49,9 +49,10 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
     migrationsRun: true,
     synchronize: false,
     poolSize: config.poolSize,
-    connectTimeoutMS: 5000,
+    connectTimeoutMS: config.connectTimeoutMs,
     extra: {
       statement_timeout: config.statementTimeoutMs,
+      query_timeout: config.queryTimeoutMs,
       // a dead server must not hold requests until the OS gives up on the socket
       keepAlive: true,
     },

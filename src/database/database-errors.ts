@@ -109,9 +109,12 @@ const UNAVAILABLE_SQLITE_CODES =
 const UNAVAILABLE_POSTGRES_CODES =
   /^(08...|53...|57...|25006|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
 
-/** pg's own words when a pooled connection dies or none can be had in time. */
+/**
+ * pg's own words when a pooled connection dies, none can be had in time, or a query's answer
+ * does not come within the query timeout.
+ */
 const UNAVAILABLE_POSTGRES_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|Cannot use a pool after calling end/;
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection closed|Cannot use a pool after calling end/;
 
 /** Errors that say the database cannot serve right now, not that the request or the code is wrong. */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -1,0 +1,141 @@
+import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
+import { describeWithRedis, redisTestEnv } from './helpers/redis';
+import { TcpRelay } from './helpers/tcp-relay';
+import { startTestApp, type TestApp } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
+
+/**
+ * A dependency that stops answering without refusing anything (a network partition) costs each
+ * request a bounded wait, never a hang; liveness never waits on it. The partition is a TCP
+ * relay that holds every byte until it is resumed.
+ */
+
+async function timed<T>(
+  work: () => Promise<T>,
+): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
+
+describeWithRedis('the service when Redis stops answering', () => {
+  let relay: TcpRelay;
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    const redis = new URL(redisTestEnv().REDIS_URL);
+    relay = await TcpRelay.start(redis.hostname, Number(redis.port || 6379));
+    redis.hostname = '127.0.0.1';
+    redis.port = String(relay.port);
+    testApp = await startTestApp({
+      env: {
+        ...redisTestEnv(),
+        REDIS_URL: redis.toString(),
+        REDIS_TIMEOUT: '300ms',
+      },
+    });
+  });
+
+  afterAll(async () => {
+    relay.resume();
+    await testApp.close();
+    await relay.close();
+  });
+
+  it('serves requests unlimited within the Redis timeout, liveness at once, and limits again once Redis answers', async () => {
+    const limited = await testApp.http().get('/openapi.json').expect(200);
+    expect(limited.headers['ratelimit-limit']).toBeDefined();
+
+    relay.pause();
+    for (let i = 0; i < 3; i += 1) {
+      const { value: response, ms } = await timed(() =>
+        testApp.http().get('/openapi.json'),
+      );
+      expect(response.status).toBe(200);
+      expect(response.headers['ratelimit-limit']).toBeUndefined();
+      // one command timeout, not the partition's length
+      expect(ms).toBeLessThan(2_000);
+    }
+    const { value: live, ms: liveMs } = await timed(() =>
+      testApp.http().get('/health/live'),
+    );
+    expect(live.status).toBe(200);
+    expect(liveMs).toBeLessThan(250);
+
+    relay.resume();
+    await eventually(
+      async () =>
+        (await testApp.http().get('/openapi.json')).headers['ratelimit-limit'],
+      (limit) => limit !== undefined,
+    );
+  });
+});
+
+describeWithPostgres('the service when PostgreSQL stops answering', () => {
+  it('answers 503 within the query timeout, liveness at once, readiness 503, and recovers by itself', async () => {
+    const database = await createTestDatabase();
+    const target = new URL(database.url);
+    const relay = await TcpRelay.start(
+      target.hostname,
+      Number(target.port || 5432),
+    );
+    const viaRelay = new URL(database.url);
+    viaRelay.hostname = '127.0.0.1';
+    viaRelay.port = String(relay.port);
+    const testApp = await startTestApp({
+      env: {
+        DATABASE_URL: viaRelay.toString(),
+        DB_POOL_SIZE: '2',
+        DB_STATEMENT_TIMEOUT: '1s',
+        DB_CONNECT_TIMEOUT: '1s',
+      },
+    });
+    try {
+      const token = await testApp.issueToken();
+      const get = () =>
+        testApp
+          .http()
+          .get('/plants?limit=1')
+          .set('Authorization', `Bearer ${token}`);
+      await get().expect(200);
+
+      relay.pause();
+      // more requests than pooled connections: the rest wait for one, also bounded
+      const { value: answers, ms } = await timed(() =>
+        Promise.all(Array.from({ length: 5 }, () => get())),
+      );
+      for (const answer of answers) {
+        expect(answer.status).toBe(503);
+        expect(answer.body).toEqual({
+          error: 503,
+          message: 'the database is unavailable; try again later',
+        });
+      }
+      // the query timeout (statement timeout + 1 s) and a connection wait, not the partition
+      expect(ms).toBeLessThan(6_000);
+
+      const { value: live, ms: liveMs } = await timed(() =>
+        testApp.http().get('/health/live'),
+      );
+      expect(live.status).toBe(200);
+      expect(liveMs).toBeLessThan(250);
+      const { value: ready, ms: readyMs } = await timed(() =>
+        testApp.http().get('/health/ready'),
+      );
+      expect(ready.status).toBe(503);
+      expect(readyMs).toBeLessThan(4_000);
+
+      relay.resume();
+      await eventually(
+        async () => (await get()).status,
+        (status) => status === 200,
+      );
+      await testApp.http().get('/health/ready').expect(200);
+    } finally {
+      relay.resume();
+      await testApp.close().catch(() => undefined);
+      await relay.close();
+      await database.drop();
+    }
+  });
+});
