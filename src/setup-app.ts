@@ -30,6 +30,8 @@ export async function createApp(): Promise<NestExpressApplication> {
   app.useLogger(new PinoNestLogger(logger));
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
+  // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
+  app.set('trust proxy', config.trustProxy);
   app.use(securityHeaders());
   if (config.corsOrigins.length > 0) {
     app.enableCors({
@@ -49,6 +51,6 @@ export async function createApp(): Promise<NestExpressApplication> {
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
-  serveOpenApi(app, buildOpenApiDocument(app, config));
+  serveOpenApi(app, buildOpenApiDocument(app, config), config);
   return app;
 }

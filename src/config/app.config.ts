@@ -1,4 +1,5 @@
 import { registerAs } from '@nestjs/config';
+import ipaddr from 'ipaddr.js';
 import {
   ConfigError,
   readByteSize,
@@ -21,10 +22,22 @@ export const LOG_LEVELS = [
 
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * Express's `trust proxy`: which peers may say, in X-Forwarded-For, -Proto and -Host, who the
+ * client is and how it reached us. Off, all, a hop count, or addresses and CIDRs (with the
+ * names `loopback`, `linklocal` and `uniquelocal`).
+ */
+export type TrustProxy = boolean | number | string[];
+
 export interface AppConfig {
   port: number;
   host: string;
-  publicBaseUrl: string;
+  /**
+   * The URL clients reach the service at, for the Link header and the OpenAPI server; when
+   * unset, each request's own (its Host, or behind a trusted proxy X-Forwarded-Proto and -Host).
+   */
+  publicBaseUrl?: string;
+  trustProxy: TrustProxy;
   logLevel: LogLevel;
   bodyLimitBytes: number;
   /** A list page stops filling before its JSON passes this, and links to the rest. */
@@ -41,6 +54,11 @@ export interface AppConfig {
   maxConnectionsPerAddress: number;
   /** On SIGTERM, in-flight requests get this long to finish before they are cut. */
   shutdownGracePeriodMs: number;
+  /**
+   * On SIGTERM, readiness answers 503 at once, but the listener keeps serving for this long
+   * before it closes: a load balancer still sends new connections until it has seen that.
+   */
+  shutdownDelayMs: number;
   rateLimit: RateLimitConfig;
 }
 
@@ -93,11 +111,46 @@ function readOrigins(env: NodeJS.ProcessEnv): string[] {
   });
 }
 
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function readTrustProxy(env: NodeJS.ProcessEnv): TrustProxy {
+  const raw = readString(env, 'TRUST_PROXY', 'false').trim();
+  if (raw === 'false') return false;
+  if (raw === 'true') return true;
+  const refuse = (item: string) =>
+    new ConfigError(
+      `TRUST_PROXY must be false, true, a hop count up to 255, or a comma-separated list of addresses and CIDRs (or loopback, linklocal, uniquelocal), got ${JSON.stringify(item)}`,
+    );
+  if (/^\d+$/.test(raw)) {
+    if (Number(raw) > 255) throw refuse(raw);
+    return Number(raw);
+  }
+  return raw.split(',').map((entry) => {
+    const item = entry.trim();
+    if (!PROXY_RANGE_NAMES.includes(item) && !isAddressOrCidr(item)) {
+      throw refuse(item);
+    }
+    return item;
+  });
+}
+
+/** `10.0.0.7`, `10.0.0.0/8`, `fd00::1`, `fd00::/8`; not ipaddr's legacy forms (`1234`, `0x7f.1`). */
+function isAddressOrCidr(text: string): boolean {
+  const [address, bits, ...rest] = text.split('/');
+  const isAddress =
+    ipaddr.IPv4.isValidFourPartDecimal(address) || ipaddr.IPv6.isValid(address);
+  if (!isAddress || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  const max = ipaddr.IPv4.isValidFourPartDecimal(address) ? 32 : 128;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= max;
+}
+
 export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
   return {
     port: readInteger(env, 'PORT', 3000, 0, 65535),
     host: readString(env, 'HOST', '0.0.0.0'),
-    publicBaseUrl: readHttpUrl(env, 'PUBLIC_BASE_URL', 'http://localhost:3000'),
+    publicBaseUrl: readHttpUrl(env, 'PUBLIC_BASE_URL'),
+    trustProxy: readTrustProxy(env),
     logLevel: readChoice(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     bodyLimitBytes: readByteSize(env, 'BODY_LIMIT', 16 * 1024, 64 * 1024 ** 2),
     pageMaxBytes: readByteSize(
@@ -118,6 +171,7 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
       1_000_000,
     ),
     shutdownGracePeriodMs: readDuration(env, 'SHUTDOWN_GRACE_PERIOD', 10_000),
+    shutdownDelayMs: readDuration(env, 'SHUTDOWN_DELAY', 0),
     rateLimit: {
       redisUrl: readRedisUrl(env),
       redisKeyPrefix: readString(env, 'REDIS_KEY_PREFIX', 'plant-store:'),

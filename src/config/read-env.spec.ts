@@ -17,7 +17,8 @@ describe('readAppConfig', () => {
     expect(readAppConfig({})).toEqual({
       port: 3000,
       host: '0.0.0.0',
-      publicBaseUrl: 'http://localhost:3000',
+      publicBaseUrl: undefined,
+      trustProxy: false,
       logLevel: 'info',
       bodyLimitBytes: 16384,
       pageMaxBytes: 1048576,
@@ -27,6 +28,7 @@ describe('readAppConfig', () => {
       keepAliveTimeoutMs: 5_000,
       maxConnectionsPerAddress: 256,
       shutdownGracePeriodMs: 10_000,
+      shutdownDelayMs: 0,
       rateLimit: {
         redisUrl: undefined,
         redisKeyPrefix: 'plant-store:',
@@ -52,6 +54,34 @@ describe('readAppConfig', () => {
         CORS_ORIGINS: 'https://app.example.com, http://localhost:5173',
       }).corsOrigins,
     ).toEqual(['https://app.example.com', 'http://localhost:5173']);
+  });
+
+  it.each([
+    ['false', false],
+    ['true', true],
+    ['2', 2],
+    ['loopback', ['loopback']],
+    [
+      '10.0.0.0/8, 192.168.1.7,fd00::/8, uniquelocal',
+      ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', 'uniquelocal'],
+    ],
+  ])('reads TRUST_PROXY=%s as express does', (raw, expected) => {
+    expect(readAppConfig({ TRUST_PROXY: raw }).trustProxy).toEqual(expected);
+  });
+
+  it.each([
+    'yes',
+    '10.0.0.0/33',
+    'fd00::/129',
+    '10.0.0.0/8/8',
+    'loopback,proxy.internal',
+    '256',
+    '0x7f.1',
+    '-1',
+  ])('refuses TRUST_PROXY=%s, naming the forms it takes', (raw) => {
+    expect(() => readAppConfig({ TRUST_PROXY: raw })).toThrow(
+      /^TRUST_PROXY must be false, true, a hop count up to 255, or a comma-separated list of addresses and CIDRs/,
+    );
   });
 
   it('drops a trailing slash from PUBLIC_BASE_URL', () => {
@@ -163,15 +193,14 @@ describe('the variable readers', () => {
     expect(readString({ S: ' v ' }, 'S', 'f')).toBe(' v ');
   });
 
-  it('readHttpUrl: absolute http or https only, trailing slashes dropped', () => {
-    expect(readHttpUrl({}, 'U', 'http://localhost:3000')).toBe(
-      'http://localhost:3000',
-    );
-    expect(readHttpUrl({ U: 'https://a.example//' }, 'U', 'x')).toBe(
+  it('readHttpUrl: absolute http or https only, trailing slashes dropped, undefined when unset', () => {
+    expect(readHttpUrl({}, 'U')).toBeUndefined();
+    expect(readHttpUrl({ U: '' }, 'U')).toBeUndefined();
+    expect(readHttpUrl({ U: 'https://a.example//' }, 'U')).toBe(
       'https://a.example',
     );
     for (const raw of ['ftp://a.example', 'a.example', '/path']) {
-      expect(() => readHttpUrl({ U: raw }, 'U', 'x')).toThrow(
+      expect(() => readHttpUrl({ U: raw }, 'U')).toThrow(
         `U must be an absolute http or https URL, got ${JSON.stringify(raw)}`,
       );
     }

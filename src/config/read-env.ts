@@ -52,12 +52,13 @@ export function readString(
   return raw === undefined || raw === '' ? fallback : raw;
 }
 
+/** An absolute http(s) URL without its trailing slash; undefined when unset. */
 export function readHttpUrl(
   env: Environment,
   name: string,
-  fallback: string,
-): string {
-  const raw = readString(env, name, fallback);
+): string | undefined {
+  const raw = readString(env, name, '');
+  if (raw === '') return undefined;
   let url: URL;
   try {
     url = new URL(raw);

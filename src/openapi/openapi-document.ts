@@ -1,5 +1,6 @@
 import { NotFoundException, type INestApplication } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
+import { LRUCache } from 'lru-cache';
 import {
   DocumentBuilder,
   getSchemaPath,
@@ -9,6 +10,10 @@ import {
 import { SCOPE_DEFINITIONS } from '../auth/scopes';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import type { AppConfig } from '../config/app.config';
+import {
+  configuredBaseUrl,
+  publicBaseUrlOf,
+} from '../common/http/public-base-url';
 import { EVENTS } from '../events/events';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
@@ -139,7 +144,7 @@ export function buildOpenApiDocument(
       .setVersion('1.0.0')
       // PUBLIC_BASE_URL; the words name the environments it may be, for API inventories
       .addServer(
-        config.publicBaseUrl,
+        configuredBaseUrl(config),
         'The plant store service, as deployed: production, staging or local',
       )
       // addSecurity, not addBearerAuth, which would declare the opaque tokens to be JWTs
@@ -279,19 +284,43 @@ function onlyTheDocsPage(
 export function serveOpenApi(
   app: INestApplication,
   document: OpenAPIObject,
+  config: AppConfig,
 ): void {
   app.use('/docs', onlyTheDocsPage);
-  const json = openApiJson(document);
-  const yaml = openApiYaml(document);
+  // the document names the URL each request came in by (publicBaseUrlOf); a few texts cover
+  // every name a deployment is reached by, and a client inventing Host names only churns them
+  const texts = new LRUCache<string, { json: string; yaml: string }>({
+    max: 16,
+  });
+  const textsFor = (request: Request) => {
+    const base = publicBaseUrlOf(request, config);
+    let found = texts.get(base);
+    if (!found) {
+      const served = withServerUrl(document, base);
+      found = { json: openApiJson(served), yaml: openApiYaml(served) };
+      texts.set(base, found);
+    }
+    return found;
+  };
   const http = app.getHttpAdapter();
-  http.get('/openapi.json', (_request: Request, response: Response) => {
-    response.type('application/json').send(json);
+  http.get('/openapi.json', (request: Request, response: Response) => {
+    response.type('application/json').send(textsFor(request).json);
   });
-  http.get('/openapi.yaml', (_request: Request, response: Response) => {
-    response.type('text/yaml').send(yaml);
+  http.get('/openapi.yaml', (request: Request, response: Response) => {
+    response.type('text/yaml').send(textsFor(request).yaml);
   });
-  SwaggerModule.setup('docs', app, withNumbersForBigints(document), {
+  const forSwaggerUi = withNumbersForBigints(document);
+  SwaggerModule.setup('docs', app, forSwaggerUi, {
     raw: false,
     customSiteTitle: 'OpenAPI Plant Store',
+    patchDocumentOnRequest: <TRequest>(request: TRequest) =>
+      withServerUrl(forSwaggerUi, publicBaseUrlOf(request as Request, config)),
   });
+}
+
+function withServerUrl(document: OpenAPIObject, url: string): OpenAPIObject {
+  const [server, ...others] = document.servers ?? [];
+  return server?.url === url
+    ? document
+    : { ...document, servers: [{ ...server, url }, ...others] };
 }

@@ -8,6 +8,7 @@ import {
   Inject,
   Post,
   Query,
+  Req,
   Res,
 } from '@nestjs/common';
 import {
@@ -20,9 +21,10 @@ import {
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import { publicBaseUrlOf } from '../common/http/public-base-url';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';
@@ -66,6 +68,7 @@ export class PlantsController {
   })
   async findAll(
     @Query() query: ListPlantsQueryDto,
+    @Req() request: Request,
     @Res({ passthrough: true }) response: Response,
   ): Promise<Plant[]> {
     const { items: plants, hasMore } = await this.plantsService.list(
@@ -78,7 +81,7 @@ export class PlantsController {
       next.set('after', String(plants[plants.length - 1].id));
       response.setHeader(
         'Link',
-        `<${this.config.publicBaseUrl}/plants?${next.toString()}>; rel="next"`,
+        `<${publicBaseUrlOf(request, this.config)}/plants?${next.toString()}>; rel="next"`,
       );
     }
     return plants;

@@ -42,6 +42,13 @@ export class HardenedExpressAdapter extends ExpressAdapter {
     super();
   }
 
+  private trustsProxyAt(address: string): boolean {
+    const trust = this.getInstance<{ get(name: string): unknown }>().get(
+      'trust proxy fn',
+    ) as TrustFunction | undefined;
+    return trust?.(address, 0) ?? false;
+  }
+
   override initHttpServer(_options: NestApplicationOptions): void {
     const server = createServer(
       {
@@ -57,10 +64,18 @@ export class HardenedExpressAdapter extends ExpressAdapter {
       this.getInstance<RequestListener>(),
     );
     server.on('clientError', answerClientError);
-    limitConnectionsPerAddress(server, this.config.maxConnectionsPerAddress);
+    limitConnectionsPerAddress(
+      server,
+      this.config.maxConnectionsPerAddress,
+      // every connection of a trusted proxy comes from its address; its clients are limited
+      // per request, by the address it forwards for
+      (address) => this.trustsProxyAt(address),
+    );
     this.setHttpServer(server);
   }
 }
+
+type TrustFunction = (address: string, hop: number) => boolean;
 
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
   if (!socket.writable || error.code === 'ECONNRESET') {
@@ -88,7 +103,11 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
  * Refuses a connection past `cap` open ones from its address, before HTTP reads a byte of it:
  * the HTTP server's own connection listener is called only for connections within the cap.
  */
-function limitConnectionsPerAddress(server: Server, cap: number): void {
+function limitConnectionsPerAddress(
+  server: Server,
+  cap: number,
+  exempt: (address: string) => boolean,
+): void {
   if (cap === 0) return;
   const open = new Map<string, number>();
   const [serveHttp] = server.listeners('connection') as ((
@@ -97,6 +116,7 @@ function limitConnectionsPerAddress(server: Server, cap: number): void {
   server.removeListener('connection', serveHttp);
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
+    if (exempt(address)) return serveHttp.call(server, socket);
     const count = (open.get(address) ?? 0) + 1;
     if (count > cap) {
       socket.on('error', () => socket.destroy());

@@ -79,6 +79,8 @@ export function createRequestLogger(logger: Pino) {
       logger[level](
         {
           reqId: id,
+          // behind a trusted proxy (TRUST_PROXY), the client it forwarded for
+          client: request.ip,
           method: request.method,
           ...loggableTarget(request.originalUrl),
           ...(aborted && !response.headersSent ? {} : { statusCode }),
