@@ -4,7 +4,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
-import { ShutdownGate } from './common/http/shutdown-gate';
+import { ShutdownModule } from './common/http/shutdown.module';
 import { JsonBodyGuard } from './common/json/json-body.guard';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';
@@ -22,6 +22,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       ignoreEnvFile: true,
       load: [appConfig, databaseConfig, webhooksConfig],
     }),
+    ShutdownModule,
     DatabaseModule,
     AuthModule,
     // feature modules
@@ -37,7 +38,6 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     { provide: APP_GUARD, useClass: JsonBodyGuard },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useClass: AppValidationPipe },
-    ShutdownGate,
   ],
 })
 export class AppModule {}

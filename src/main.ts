@@ -4,6 +4,8 @@ import { validateEnvironment } from './config/environment';
 import { ConfigError } from './config/read-env';
 import { ShutdownGate } from './common/http/shutdown-gate';
 import { UndeclaredAccessError } from './auth/route-access.check';
+import { logBootFailure } from './common/logging/pino-logger';
+import { Logger } from '@nestjs/common';
 
 async function bootstrap(): Promise<void> {
   validateEnvironment(process.env);
@@ -17,12 +19,15 @@ async function bootstrap(): Promise<void> {
     stopping = true;
     app
       .get(ShutdownGate)
-      .close(app, config.shutdownGracePeriodMs)
+      .close(app, {
+        delayMs: config.shutdownDelayMs,
+        graceMs: config.shutdownGracePeriodMs,
+      })
       .then(
         // 0 when every in-flight request finished; 1 when some had to be cut
         (outcome) => process.exit(outcome === 'drained' ? 0 : 1),
         (error: unknown) => {
-          console.error(error);
+          new Logger('Shutdown').error(error, 'shutdown failed');
           process.exit(1);
         },
       );
@@ -32,11 +37,10 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  // a bad setting or a route without an access rule: one line says what to fix
-  console.error(
-    error instanceof ConfigError || error instanceof UndeclaredAccessError
-      ? error.message
-      : error,
+  // a bad setting or a route without an access rule: the message says what to fix
+  logBootFailure(
+    error,
+    error instanceof ConfigError || error instanceof UndeclaredAccessError,
   );
   process.exit(1);
 });

@@ -21,13 +21,17 @@ import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
  */
 export async function createApp(): Promise<NestExpressApplication> {
   const config = readAppConfig(process.env);
+  const logger = createRootLogger(config);
+  // JSON from the first line, boot included: no line in Nest's own format
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule,
     new HardenedExpressAdapter(config),
-    { bodyParser: false, bufferLogs: true, abortOnError: false },
+    {
+      bodyParser: false,
+      logger: new PinoNestLogger(logger),
+      abortOnError: false,
+    },
   );
-  const logger = createRootLogger(config);
-  app.useLogger(new PinoNestLogger(logger));
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)

@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { TcpRelay } from './helpers/tcp-relay';
@@ -9,6 +10,24 @@ import { eventually } from './helpers/webhook-receiver';
  * request a bounded wait, never a hang; liveness never waits on it. The partition is a TCP
  * relay that holds every byte until it is resumed.
  */
+
+/** Every line the apps of this file log, at info level. */
+const logged: { level: number; msg: string; context?: string }[] = [];
+
+beforeAll(() => {
+  jest.spyOn(pino, 'destination').mockReturnValue({
+    write: (line: string) => logged.push(JSON.parse(line) as never),
+  } as unknown as ReturnType<typeof pino.destination>);
+});
+
+afterAll(() => jest.restoreAllMocks());
+
+/** The warn and error lines of `context`, and its lines saying it is back. */
+function stateLines(context: string) {
+  return logged
+    .filter((line) => line.context === context)
+    .map(({ level, msg }) => ({ level, msg }));
+}
 
 async function timed<T>(
   work: () => Promise<T>,
@@ -32,6 +51,7 @@ describeWithRedis('the service when Redis stops answering', () => {
         ...redisTestEnv(),
         REDIS_URL: redis.toString(),
         REDIS_TIMEOUT: '300ms',
+        LOG_LEVEL: 'info',
       },
     });
   });
@@ -68,6 +88,16 @@ describeWithRedis('the service when Redis stops answering', () => {
         (await testApp.http().get('/openapi.json')).headers['ratelimit-limit'],
       (limit) => limit !== undefined,
     );
+    // one line when it went away, one when it came back
+    expect(stateLines('Redis')).toEqual([
+      {
+        level: 40,
+        msg: expect.stringMatching(
+          /^Redis does not answer \(.+\): rate limits are not applied until it does$/,
+        ),
+      },
+      { level: 30, msg: 'Redis answers again: rate limits apply' },
+    ]);
   });
 });
 
@@ -88,6 +118,7 @@ describeWithPostgres('the service when PostgreSQL stops answering', () => {
         DB_POOL_SIZE: '2',
         DB_STATEMENT_TIMEOUT: '1s',
         DB_CONNECT_TIMEOUT: '1s',
+        LOG_LEVEL: 'info',
       },
     });
     try {
@@ -131,6 +162,17 @@ describeWithPostgres('the service when PostgreSQL stops answering', () => {
         (status) => status === 200,
       );
       await testApp.http().get('/health/ready').expect(200);
+      // five 503s and a readiness 503: one line when it went away, one when it came back
+      expect(stateLines('Database')).toEqual([
+        {
+          level: 40,
+          msg: expect.stringMatching(
+            /^Database does not answer \(.+\): requests that need it get 503/,
+          ),
+        },
+        { level: 30, msg: 'Database answers again: serving again' },
+      ]);
+      expect(logged.filter((line) => line.level >= 50)).toEqual([]);
     } finally {
       relay.resume();
       await testApp.close().catch(() => undefined);

@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
-import { freePort, runCliProcess } from './helpers/service-process';
+import { freePort, MAIN, runCliProcess } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
 
@@ -250,3 +251,38 @@ describeWithPostgres('the service when PostgreSQL goes away', () => {
     }
   });
 });
+
+describeWithPostgres(
+  'the service on a PostgreSQL database that does not exist',
+  () => {
+    it('does not start: JSON lines, the last naming the database, and no retry', () => {
+      const url = new URL(
+        process.env.TEST_DATABASE_URL ??
+          'postgres://postgres@127.0.0.1:5432/postgres',
+      );
+      url.pathname = '/plant_store_never_created';
+      const result = spawnSync(process.execPath, [MAIN], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: url.toString(),
+          PORT: '0',
+          LOG_LEVEL: 'info',
+        },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(result.status).toBe(1);
+      const lines = (result.stdout + result.stderr)
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      expect(lines[lines.length - 1]).toEqual(
+        expect.objectContaining({
+          level: 60,
+          msg: 'the service could not start: database "plant_store_never_created" does not exist',
+        }),
+      );
+      expect(result.stdout + result.stderr).not.toContain('Retrying');
+    });
+  },
+);

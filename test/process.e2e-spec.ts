@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { statSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -74,7 +75,7 @@ describe('the service process (node dist/main.js)', () => {
       /^PUBLIC_BASE_URL must be an absolute http or https URL/,
     ],
   ])(
-    'refuses to start when %s is %j, with one line naming it',
+    'refuses to start when %s is %j, with one JSON line naming it',
     (name, value, message) => {
       const result = spawnSync(process.execPath, [MAIN], {
         cwd: folder.path,
@@ -86,9 +87,105 @@ describe('the service process (node dist/main.js)', () => {
       expect(result.status).not.toBeNull();
       const lines = (result.stdout + result.stderr).trim().split('\n');
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(message);
+      const line = JSON.parse(lines[0]) as { level: number; msg: string };
+      expect(line.level).toBe(60);
+      expect(line.msg.replace('the service could not start: ', '')).toMatch(
+        message,
+      );
+      expect(line).not.toHaveProperty('err');
     },
   );
+
+  it('logs every line as JSON with its words in msg when it cannot start for another reason (a port in use)', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) =>
+      holder.listen(0, '127.0.0.1', resolve),
+    );
+    try {
+      const port = (holder.address() as AddressInfo).port;
+      const result = spawnSync(process.execPath, [MAIN], {
+        cwd: folder.path,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOST: '127.0.0.1',
+          PORT: String(port),
+          LOG_LEVEL: 'info',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(result.status).toBe(1);
+      const lines = (result.stdout + result.stderr)
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { level: number; msg?: string });
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) expect(typeof line.msg).toBe('string');
+      expect(lines[lines.length - 1]).toEqual(
+        expect.objectContaining({
+          level: 60,
+          msg: expect.stringMatching(
+            /^the service could not start: listen EADDRINUSE/,
+          ),
+        }),
+      );
+      expect(result.stdout + result.stderr).not.toContain('Retrying');
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('on SIGTERM with SHUTDOWN_DELAY, answers readiness 503 at once and keeps accepting new connections for the delay, logging it once', async () => {
+    const service = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+      SHUTDOWN_DELAY: '1500ms',
+      LOG_LEVEL: 'info',
+    });
+    const viaNewConnection = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        // agent: false, a connection of its own, as a balancer's new client opens
+        const req = request(
+          { host: '127.0.0.1', port: service.port, path, agent: false },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await viaNewConnection('/health/ready')).toBe(200);
+    const signalled = performance.now();
+    service.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await viaNewConnection('/health/ready')).toBe(503);
+    const during: number[] = [];
+    while (performance.now() - signalled < 1200) {
+      during.push(await viaNewConnection('/health/live'));
+      during.push(await viaNewConnection('/openapi.json'));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(during.length).toBeGreaterThan(10);
+    expect(new Set(during)).toEqual(new Set([200]));
+    expect(await service.exited).toBe(0);
+    await expect(viaNewConnection('/health/live')).rejects.toThrow();
+
+    const lines = service
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
+    const warnings = lines.filter((line) => line.level === 40);
+    expect(warnings.map((line) => line.msg)).toEqual([
+      expect.stringMatching(
+        /^shutting down: readiness answers 503; still serving for 1500 ms/,
+      ),
+      // the readiness 503 the test asked for, in the access log
+      'request completed',
+      expect.stringMatching(/^shutting down: no longer accepting connections/),
+    ]);
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+  });
 
   it('on SIGTERM finishes in-flight requests, refuses new ones and exits 0', async () => {
     const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;

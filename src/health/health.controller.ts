@@ -13,6 +13,8 @@ import {
 import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import { ShutdownGate } from '../common/http/shutdown-gate';
+import { DatabaseAvailability } from '../database/database-availability';
 import { HealthStatusDto } from './dto/health-status.dto';
 
 @ApiTags('health')
@@ -22,6 +24,8 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: TypeOrmHealthIndicator,
+    private readonly shutdown: ShutdownGate,
+    private readonly availability: DatabaseAvailability,
   ) {}
 
   /** Liveness: the process is up and serving HTTP */
@@ -33,22 +37,27 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: the service can reach its database */
+  /** Readiness: the service can reach its database and is not shutting down */
   @Get('ready')
   @ApiOperation({ operationId: 'getReadiness' })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'The database answers', type: HealthStatusDto })
   @ApiServiceUnavailableResponse({
-    description: 'The database is unreachable',
+    description: 'The database is unreachable, or the service is shutting down',
     type: ErrorBody,
   })
   async ready(): Promise<HealthStatusDto> {
+    if (this.shutdown.isDraining) {
+      throw new ServiceUnavailableException('the service is shutting down');
+    }
     try {
       const { status, info } = await this.health.check([
         () => this.database.pingCheck('database', { timeout: 2000 }),
       ]);
+      this.availability.cameBack();
       return { status, info };
     } catch {
+      this.availability.wentAway('readiness found it unreachable');
       throw new ServiceUnavailableException('the database is unreachable');
     }
   }

@@ -13,6 +13,8 @@ import {
   stringifyLosslessJson,
 } from '../common/json/lossless-json';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { DatabaseAvailability } from '../database/database-availability';
+import { isDatabaseUnavailable } from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { nextAttemptAt } from './retry-schedule';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -76,6 +78,7 @@ export class WebhookDispatcher
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
     private readonly sender: WebhookSender,
+    private readonly database: DatabaseAvailability,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
@@ -107,8 +110,13 @@ export class WebhookDispatcher
     this.pollAgain = false;
     try {
       await this.startDueAttempts();
+      this.database.cameBack();
     } catch (error) {
-      if (!this.shutdown.signal.aborted) {
+      if (this.shutdown.signal.aborted) {
+        // the database may close first; nothing is lost, rows stay pending
+      } else if (isDatabaseUnavailable(error)) {
+        this.database.wentAway((error as Error).message);
+      } else {
         this.logger.error(error, 'could not read pending webhook deliveries');
       }
     } finally {

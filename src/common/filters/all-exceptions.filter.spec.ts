@@ -8,6 +8,7 @@ import {
 import { QueryFailedError } from 'typeorm';
 import { DuplicateKeyError } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import { DatabaseAvailability } from '../../database/database-availability';
 import { AllExceptionsFilter, toErrorAnswer } from './all-exceptions.filter';
 
 describe('toErrorAnswer', () => {
@@ -180,7 +181,7 @@ describe('AllExceptionsFilter', () => {
       set: jest.fn().mockReturnThis(),
       json: jest.fn().mockReturnThis(),
     };
-    new AllExceptionsFilter().catch(
+    new AllExceptionsFilter(new DatabaseAvailability()).catch(
       new HttpErrorWithHeaders(403, 'lacks scope', {
         'WWW-Authenticate': 'Bearer error="insufficient_scope"',
       }),
@@ -202,18 +203,55 @@ describe('AllExceptionsFilter', () => {
       destroy: jest.fn(),
       status: jest.fn(),
     };
-    new AllExceptionsFilter().catch(new Error('late'), hostFor(response));
+    new AllExceptionsFilter(new DatabaseAvailability()).catch(
+      new Error('late'),
+      hostFor(response),
+    );
     expect(response.destroy).toHaveBeenCalled();
     expect(response.status).not.toHaveBeenCalled();
   });
 
+  it('logs a database outage once, as a warning, however many requests meet it', () => {
+    const error = jest.spyOn(Logger.prototype, 'error');
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const availability = new DatabaseAvailability();
+    const filter = new AllExceptionsFilter(availability);
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const response = {
+          headersSent: false,
+          status: jest.fn().mockReturnThis(),
+          set: jest.fn().mockReturnThis(),
+          json: jest.fn().mockReturnThis(),
+        };
+        filter.catch(
+          Object.assign(new Error('connect ECONNREFUSED'), {
+            code: 'ECONNREFUSED',
+          }),
+          hostFor(response),
+        );
+        expect(response.status).toHaveBeenCalledWith(503);
+      }
+      expect(error).not.toHaveBeenCalled();
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn).toHaveBeenCalledWith(
+        'Database does not answer (connect ECONNREFUSED): requests that need it get 503 and readiness is 503 until it does',
+      );
+      expect(availability.answers).toBe(false);
+    } finally {
+      error.mockRestore();
+      warn.mockRestore();
+    }
+  });
+
   it.each([
     [new Error('boom'), 500, true],
-    [new HttpErrorWithHeaders(503, 'shutting down', {}), 503, true],
+    // chosen by the service (shutting down): logged by whoever chose it, once
+    [new HttpErrorWithHeaders(503, 'shutting down', {}), 503, false],
     [new HttpErrorWithHeaders(499, 'client', {}), 499, false],
     [new BadRequestException('bad'), 400, false],
   ])(
-    'logs %s as an error with its request id only when it is a 5xx',
+    'logs %s as an error with its request id only when it is an unexpected 5xx',
     (exception, status, logged) => {
       const error = jest.spyOn(Logger.prototype, 'error');
       const response = {
@@ -229,7 +267,10 @@ describe('AllExceptionsFilter', () => {
         }),
       } as unknown as ArgumentsHost;
       try {
-        new AllExceptionsFilter().catch(exception, host);
+        new AllExceptionsFilter(new DatabaseAvailability()).catch(
+          exception,
+          host,
+        );
         expect(response.status).toHaveBeenCalledWith(status);
         if (logged) {
           expect(error).toHaveBeenCalledWith(

@@ -11,6 +11,7 @@ import {
   describeRequestProblem,
   isDatabaseUnavailable,
 } from '../../database/database-errors';
+import { DatabaseAvailability } from '../../database/database-availability';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import type { RequestWithId } from '../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
@@ -28,16 +29,24 @@ export interface ErrorAnswer {
 export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger(AllExceptionsFilter.name);
 
+  constructor(private readonly database: DatabaseAvailability) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
     const { body, headers } = toErrorAnswer(exception);
-    if (body.error >= 500) {
-      const { id } = http.getRequest<RequestWithId>();
-      this.logger.error(
-        { reqId: id, err: exception },
-        `request ${id} failed with ${body.error}`,
-      );
+    // a 5xx the service chose (shutting down, not ready) is logged by whoever chose it, once;
+    // a database away, once per outage; only the unexpected, per request, with its stack
+    if (body.error >= 500 && !(exception instanceof HttpException)) {
+      if (isDatabaseUnavailable(exception)) {
+        this.database.wentAway(describeError(exception));
+      } else {
+        const { id } = http.getRequest<RequestWithId>();
+        this.logger.error(
+          { reqId: id, err: exception },
+          `request ${id} failed with ${body.error}`,
+        );
+      }
     }
     if (response.headersSent) {
       response.destroy();
@@ -66,6 +75,10 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
     );
   }
   return answer(HttpStatus.INTERNAL_SERVER_ERROR, 'internal server error');
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function answer(status: number, message: string): ErrorAnswer {

@@ -32,22 +32,45 @@ describe('ShutdownGate', () => {
   it('lets requests through until shutdown begins, then answers 503 and closes the connection', async () => {
     const gate = new ShutdownGate();
     expect(runMiddleware(gate).next).toHaveBeenCalledWith();
-    const closing = gate.close(fakeApp(10).app, 1000);
+    const closing = gate.close(fakeApp(10).app, { delayMs: 0, graceMs: 1000 });
     const { next, response } = runMiddleware(gate);
     expect(next.mock.calls[0][0]).toBeInstanceOf(ServiceUnavailableException);
     expect(response.setHeader).toHaveBeenCalledWith('Connection', 'close');
     await closing;
   });
 
+  it('during the delay, serves every request, closing its connection, and says it is draining', async () => {
+    const gate = new ShutdownGate();
+    const { app } = fakeApp(10);
+    const closing = gate.close(app, { delayMs: 100, graceMs: 1000 });
+    expect(gate.isDraining).toBe(true);
+    const during = runMiddleware(gate);
+    expect(during.next).toHaveBeenCalledWith();
+    expect(during.response.setHeader).toHaveBeenCalledWith(
+      'Connection',
+      'close',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const after = runMiddleware(gate);
+    expect(after.next.mock.calls[0][0]).toBeInstanceOf(
+      ServiceUnavailableException,
+    );
+    await closing;
+  });
+
   it('reports drained when the app closes within the grace period', async () => {
     const { app, closeAllConnections } = fakeApp(10);
-    await expect(new ShutdownGate().close(app, 1000)).resolves.toBe('drained');
+    await expect(
+      new ShutdownGate().close(app, { delayMs: 0, graceMs: 1000 }),
+    ).resolves.toBe('drained');
     expect(closeAllConnections).not.toHaveBeenCalled();
   });
 
   it('cuts the connections and reports cut when the grace period runs out', async () => {
     const { app, closeAllConnections } = fakeApp(300);
-    await expect(new ShutdownGate().close(app, 50)).resolves.toBe('cut');
+    await expect(
+      new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+    ).resolves.toBe('cut');
     expect(closeAllConnections).toHaveBeenCalled();
   });
 });

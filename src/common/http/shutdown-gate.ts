@@ -9,32 +9,60 @@ import type { Server } from 'node:http';
 
 export type ShutdownOutcome = 'drained' | 'cut';
 
+export interface ShutdownTimings {
+  /** How long the listener keeps serving after readiness turns 503 (SHUTDOWN_DELAY). */
+  delayMs: number;
+  /** Then, how long in-flight requests get to finish before they are cut. */
+  graceMs: number;
+}
+
 /**
- * Graceful shutdown: stop accepting, answer requests that arrive on kept-alive connections
- * with 503, let in-flight ones finish for a grace period, then cut what is left.
+ * Graceful shutdown, in the order a load balancer needs it:
+ * 1. readiness answers 503 at once, so the balancer stops choosing this instance; for
+ *    `delayMs` everything else is still served (new connections included), each answer
+ *    closing its connection so that kept-alive clients move on;
+ * 2. then the listener closes, requests that arrive on kept-alive connections get 503, and
+ *    in-flight ones get `graceMs` to finish before what is left is cut.
  */
 @Injectable()
 export class ShutdownGate {
   private readonly logger = new Logger(ShutdownGate.name);
+  private draining = false;
   private closing = false;
 
-  /** Express middleware, installed first: nothing new starts once shutdown has begun. */
+  /** True from SIGTERM on: readiness answers 503. */
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  /** Express middleware, installed first: nothing new starts once the listener is closing. */
   readonly refuseWhileClosing = (
     _request: Request,
     response: Response,
     next: NextFunction,
   ): void => {
-    if (!this.closing) return next();
+    if (!this.draining) return next();
     response.setHeader('Connection', 'close');
+    if (!this.closing) return next();
     next(new ServiceUnavailableException('the service is shutting down'));
   };
 
-  /** Closes the app; `cut` when requests were still running after `graceMs`. */
+  /** Closes the app; `cut` when requests were still running at the end of the grace period. */
   async close(
     app: INestApplication,
-    graceMs: number,
+    { delayMs, graceMs }: ShutdownTimings,
   ): Promise<ShutdownOutcome> {
+    this.draining = true;
+    if (delayMs > 0) {
+      this.logger.warn(
+        `shutting down: readiness answers 503; still serving for ${delayMs} ms (SHUTDOWN_DELAY), then draining`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
     this.closing = true;
+    this.logger.warn(
+      `shutting down: no longer accepting connections; in-flight requests have ${graceMs} ms`,
+    );
     const server = app.getHttpServer() as Server;
     let timer: NodeJS.Timeout | undefined;
     const closed = app.close().then(() => 'drained' as const);

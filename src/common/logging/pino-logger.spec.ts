@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
@@ -136,7 +137,8 @@ describe('createRequestLogger', () => {
     [404, 40],
     [499, 40],
     [500, 50],
-    [503, 50],
+    // the service saying it cannot serve now; the condition itself is logged once
+    [503, 40],
   ])('logs a %i at level %i', (status, level) => {
     const { lines } = logOne('info', {}, (response) => {
       response.statusCode = status;
@@ -204,6 +206,46 @@ describe('PinoNestLogger', () => {
     expect(lines).toEqual([
       expect.objectContaining({ level: 50, msg: 'failed', context: 'Ctx' }),
       expect.objectContaining({ level: 50, msg: 'failed', context: 'Ctx2' }),
+    ]);
+  });
+
+  it('puts the words that follow an object of fields in msg, through a Nest Logger with a context', () => {
+    const { logger, lines } = collectingLogger('trace');
+    Logger.overrideLogger(new PinoNestLogger(logger));
+    try {
+      const nest = new Logger('Ctx');
+      nest.warn({ key: 'k1' }, 'the limit is near');
+      nest.error({ reqId: 'r7' }, 'request r7 failed with 500');
+      nest.error('failed', 'Error: x\n    at f (file.js:1:1)');
+      nest.log({ msg: 'from the fields', detail: 1 });
+    } finally {
+      Logger.overrideLogger(false);
+    }
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        key: 'k1',
+        msg: 'the limit is near',
+        context: 'Ctx',
+      }),
+      expect.objectContaining({
+        level: 50,
+        reqId: 'r7',
+        msg: 'request r7 failed with 500',
+        context: 'Ctx',
+      }),
+      expect.objectContaining({
+        level: 50,
+        msg: 'failed',
+        stack: 'Error: x\n    at f (file.js:1:1)',
+        context: 'Ctx',
+      }),
+      expect.objectContaining({
+        level: 30,
+        msg: 'from the fields',
+        detail: 1,
+        context: 'Ctx',
+      }),
     ]);
   });
 

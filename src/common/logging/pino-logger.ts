@@ -38,12 +38,14 @@ export interface RequestWithId extends Request {
  * reach them (docs/decisions.md, "Authentication").
  */
 export function createRootLogger(config: AppConfig): Pino {
-  return pino(
-    { level: config.logLevel },
-    // buffered: one write(2) per 4 KiB of lines, not one per request
-    pino.destination({ sync: false, minLength: 4096 }),
-  );
+  // buffered: one write(2) per 4 KiB of lines, not one per request
+  const destination = pino.destination({ sync: false, minLength: 4096 });
+  bufferedDestinations.add(destination);
+  return pino({ level: config.logLevel }, destination);
 }
+
+/** Written out before a boot failure's last line, so that it comes last. */
+const bufferedDestinations = new Set<ReturnType<typeof pino.destination>>();
 
 /**
  * One access-log line per request with its request id: the caller's X-Request-Id when it is
@@ -69,8 +71,10 @@ export function createRequestLogger(logger: Pino) {
       const statusCode = response.statusCode;
       // a client that hung up is its own business: no status was sent unless headers were
       const aborted = !response.writableFinished;
+      // 503 is the service saying it cannot serve now (shutting down, a dependency away),
+      // logged once as such; only other 5xx are errors
       const level =
-        statusCode >= 500
+        statusCode >= 500 && statusCode !== 503
           ? 'error'
           : statusCode >= 400 || aborted
             ? 'warn'
@@ -94,45 +98,87 @@ export function createRequestLogger(logger: Pino) {
   };
 }
 
-/** Nest's own messages (startup, lifecycle, errors) as pino lines. */
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/** A stack trace, as Nest passes one after the message of `error()`. */
+const STACK_FORMAT = /\n\s+at /;
+
+/**
+ * Nest's own messages (startup, lifecycle, errors) and every `Logger` of the service, as pino
+ * lines with their words in `msg`. Nest calls `level(message, ...params, context)`: the last
+ * parameter is the logger's context, a string before it is either a stack (error) or, when
+ * the message is an object of fields, the words that go with them.
+ */
 export class PinoNestLogger implements LoggerService {
   constructor(private readonly logger: Pino) {}
 
-  log(message: unknown, context?: string) {
-    this.write('info', message, context);
+  log(message: unknown, ...params: unknown[]) {
+    this.write('info', message, params);
   }
 
-  error(message: unknown, stackOrContext?: string, context?: string) {
-    this.write('error', message, context ?? stackOrContext);
+  error(message: unknown, ...params: unknown[]) {
+    this.write('error', message, params);
   }
 
-  warn(message: unknown, context?: string) {
-    this.write('warn', message, context);
+  warn(message: unknown, ...params: unknown[]) {
+    this.write('warn', message, params);
   }
 
-  debug(message: unknown, context?: string) {
-    this.write('debug', message, context);
+  debug(message: unknown, ...params: unknown[]) {
+    this.write('debug', message, params);
   }
 
-  verbose(message: unknown, context?: string) {
-    this.write('trace', message, context);
+  verbose(message: unknown, ...params: unknown[]) {
+    this.write('trace', message, params);
   }
 
-  fatal(message: unknown, context?: string) {
-    this.write('fatal', message, context);
+  fatal(message: unknown, ...params: unknown[]) {
+    this.write('fatal', message, params);
   }
 
-  private write(
-    level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace',
-    message: unknown,
-    context?: string,
-  ) {
+  private write(level: Level, message: unknown, params: unknown[]) {
+    if (!this.logger.isLevelEnabled(level)) return;
+    const strings = params.filter(
+      (param): param is string => typeof param === 'string',
+    );
+    const context = strings.length > 0 ? strings.pop() : undefined;
+    const stack = strings.find((text) => STACK_FORMAT.test(text));
+    const words = strings.find((text) => !STACK_FORMAT.test(text));
     if (message instanceof Error) {
-      this.logger[level]({ context, err: message }, message.message);
+      this.logger[level]({ context, err: message }, words ?? message.message);
     } else if (typeof message === 'object' && message !== null) {
-      this.logger[level]({ context, ...message });
+      const { msg, ...fields } = message as Record<string, unknown>;
+      this.logger[level](
+        { context, ...fields, ...(stack && { stack }) },
+        words ?? (typeof msg === 'string' ? msg : ''),
+      );
     } else {
-      this.logger[level]({ context }, String(message));
+      this.logger[level]({ context, ...(stack && { stack }) }, String(message));
     }
+  }
+}
+
+/**
+ * The last words of a process that could not start, as one JSON line written before it exits:
+ * a bad setting's message alone, anything else with its error.
+ */
+export function logBootFailure(error: unknown, expected: boolean): void {
+  for (const destination of bufferedDestinations) {
+    try {
+      destination.flushSync();
+    } catch {
+      // not open yet: nothing was written to it
+    }
+  }
+  const logger = pino(pino.destination({ sync: true }));
+  if (expected || !(error instanceof Error)) {
+    logger.fatal(
+      `the service could not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  } else {
+    logger.fatal(
+      { err: error },
+      `the service could not start: ${error.message}`,
+    );
   }
 }

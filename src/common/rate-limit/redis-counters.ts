@@ -1,9 +1,6 @@
-import {
-  Logger,
-  type OnModuleDestroy,
-  type OnModuleInit,
-} from '@nestjs/common';
+import { type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import Redis from 'ioredis';
+import { DependencyState } from '../logging/dependency-state';
 import type {
   Count,
   CounterRule,
@@ -61,9 +58,12 @@ export interface RedisCountersOptions {
 export class RedisCounters
   implements RateLimitCounters, OnModuleInit, OnModuleDestroy
 {
-  private readonly logger = new Logger('RateLimitCounters');
   private readonly redis: CountingRedis;
-  private reachable = true;
+  private readonly state = new DependencyState(
+    'Redis',
+    'rate limits are not applied until it does',
+    'rate limits apply',
+  );
   private readonly timeoutMs: number;
 
   constructor({ url, keyPrefix, timeoutMs }: RedisCountersOptions) {
@@ -114,10 +114,7 @@ export class RedisCounters
   private async answered<T>(command: Promise<T>): Promise<T> {
     try {
       const result = await command;
-      if (!this.reachable) {
-        this.reachable = true;
-        this.logger.log('Redis answers again: rate limits apply');
-      }
+      this.state.cameBack();
       return result;
     } catch (error) {
       this.lost(error as Error);
@@ -126,10 +123,6 @@ export class RedisCounters
   }
 
   private lost(error: Error): void {
-    if (!this.reachable) return;
-    this.reachable = false;
-    this.logger.warn(
-      `Redis does not answer (${error.message}): rate limits are not applied until it does`,
-    );
+    this.state.wentAway(error.message);
   }
 }
