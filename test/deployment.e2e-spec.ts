@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
+import { readAppConfig } from '../src/config/app.config';
+import { readDatabaseConfig } from '../src/config/database.config';
 import { ROOT } from './helpers/service-process';
 
 // No Docker engine runs where these tests run: the files are checked for what they promise.
@@ -65,5 +67,51 @@ describe('Dockerfile', () => {
 
   it('checks health on /health/ready', () => {
     expect(text).toMatch(/^HEALTHCHECK [\s\S]*\/health\/ready/m);
+  });
+});
+
+describe("README's Kubernetes example", () => {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = /^## Operating it[\s\S]*?```yaml\n([\s\S]*?)```/m.exec(readme);
+  const deployment = load(block?.[1] ?? '') as {
+    spec: {
+      template: {
+        spec: {
+          terminationGracePeriodSeconds: number;
+          containers: {
+            env: { name: string; value?: string }[];
+            livenessProbe: { httpGet: { path: string } };
+            readinessProbe: { httpGet: { path: string } };
+          }[];
+        };
+      };
+    };
+  };
+  const pod = deployment.spec.template.spec;
+  const [container] = pod.containers;
+  const env = Object.fromEntries(
+    container.env
+      .filter(({ value }) => value !== undefined)
+      .map(({ name, value }) => [name, value!]),
+  );
+
+  it('probes liveness and readiness where the service answers them', () => {
+    expect(container.livenessProbe.httpGet.path).toBe('/health/live');
+    expect(container.readinessProbe.httpGet.path).toBe('/health/ready');
+  });
+
+  it('sets values the service accepts, with time to shut down before the pod is killed', () => {
+    const config = readAppConfig({ ...env, DATABASE_URL: undefined });
+    expect(config.trustProxy).toEqual(['10.0.0.0/8']);
+    expect(config.shutdownDelayMs).toBeGreaterThan(0);
+    expect(
+      (config.shutdownDelayMs + config.shutdownGracePeriodMs) / 1000,
+    ).toBeLessThan(pod.terminationGracePeriodSeconds);
+    expect(() =>
+      readDatabaseConfig({
+        ...env,
+        DATABASE_URL: 'postgres://plants@db:5432/plants',
+      }),
+    ).not.toThrow();
   });
 });
