@@ -4,12 +4,16 @@ import { validateEnvironment } from './config/environment';
 import { ConfigError } from './config/read-env';
 import { ShutdownGate } from './common/http/shutdown-gate';
 import { UndeclaredAccessError } from './auth/route-access.check';
-import { logBootFailure } from './common/logging/pino-logger';
+import {
+  logBootFailure,
+  logProcessWarnings,
+} from './common/logging/pino-logger';
 import { Logger } from '@nestjs/common';
 
 async function bootstrap(): Promise<void> {
   validateEnvironment(process.env);
   const app = await createApp();
+  logProcessWarnings(new Logger('Node'));
   const config = app.get<AppConfig>(appConfig.KEY);
   await app.listen(config.port, config.host);
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
   MAIN,
+  ROOT,
   runCliProcess,
   startServiceProcess,
 } from './helpers/service-process';
@@ -95,6 +96,25 @@ describe('the service process (node dist/main.js)', () => {
       expect(line).not.toHaveProperty('err');
     },
   );
+
+  it("writes Node's own warnings as JSON lines, not Node's plain text", () => {
+    const result = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const { logProcessWarnings } = require(${JSON.stringify(join(ROOT, 'dist', 'common', 'logging', 'pino-logger.js'))});
+         logProcessWarnings({ warn: (fields) => console.log(JSON.stringify(fields)) });
+         process.emitWarning('an old API', { type: 'DeprecationWarning', code: 'DEP0999' });`,
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    expect(result.stderr).toBe('');
+    expect(JSON.parse(result.stdout)).toEqual({
+      msg: 'an old API',
+      warning: 'DeprecationWarning',
+      code: 'DEP0999',
+    });
+  });
 
   it('logs every line as JSON with its words in msg when it cannot start for another reason (a port in use)', async () => {
     const holder = createServer();

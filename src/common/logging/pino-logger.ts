@@ -182,3 +182,20 @@ export function logBootFailure(error: unknown, expected: boolean): void {
     );
   }
 }
+
+/**
+ * Node's own warnings (deprecations, listener leaks) as JSON lines through `logger`, in place of
+ * the plain text Node writes to stderr: every line of the service's output is JSON.
+ */
+export function logProcessWarnings(logger: {
+  warn(message: unknown, ...params: unknown[]): void;
+}): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (warning: Error & { code?: string }) =>
+    logger.warn({
+      msg: warning.message,
+      warning: warning.name,
+      ...(warning.code && { code: warning.code }),
+    }),
+  );
+}
