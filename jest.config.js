@@ -28,6 +28,7 @@ const ENGINE_INDEPENDENT = [
   'cli',
   'conventions',
   'database-schema',
+  'dependency-partitions',
   'deployment',
   'docs-browser',
   'faults',

@@ -42,14 +42,12 @@ describeWithRedis('the service when Redis stops answering', () => {
   let testApp: TestApp;
 
   beforeAll(async () => {
-    const redis = new URL(redisTestEnv().REDIS_URL);
-    relay = await TcpRelay.start(redis.hostname, Number(redis.port || 6379));
-    redis.hostname = '127.0.0.1';
-    redis.port = String(relay.port);
+    const redis = redisTestEnv();
+    relay = await TcpRelay.to(redis.REDIS_URL, 6379);
     testApp = await startTestApp({
       env: {
-        ...redisTestEnv(),
-        REDIS_URL: redis.toString(),
+        ...redis,
+        REDIS_URL: relay.relayed(redis.REDIS_URL),
         REDIS_TIMEOUT: '300ms',
         LOG_LEVEL: 'info',
       },
@@ -104,17 +102,10 @@ describeWithRedis('the service when Redis stops answering', () => {
 describeWithPostgres('the service when PostgreSQL stops answering', () => {
   it('answers 503 within the query timeout, liveness at once, readiness 503, and recovers by itself', async () => {
     const database = await createTestDatabase();
-    const target = new URL(database.url);
-    const relay = await TcpRelay.start(
-      target.hostname,
-      Number(target.port || 5432),
-    );
-    const viaRelay = new URL(database.url);
-    viaRelay.hostname = '127.0.0.1';
-    viaRelay.port = String(relay.port);
+    const relay = await TcpRelay.to(database.url, 5432);
     const testApp = await startTestApp({
       env: {
-        DATABASE_URL: viaRelay.toString(),
+        DATABASE_URL: relay.relayed(database.url),
         DB_POOL_SIZE: '2',
         DB_STATEMENT_TIMEOUT: '1s',
         DB_CONNECT_TIMEOUT: '1s',

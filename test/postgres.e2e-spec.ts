@@ -1,48 +1,14 @@
-import { spawnSync } from 'node:child_process';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
-import { freePort, MAIN, runCliProcess } from './helpers/service-process';
+import { runCliProcess, runServiceToExit } from './helpers/service-process';
+import { TcpRelay } from './helpers/tcp-relay';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
 
 const INT64_MIN = '-9223372036854775808';
 const INT64_MAX = '9223372036854775807';
-
-/** A TCP relay to PostgreSQL that a test can take away and bring back, like a failing network. */
-class DatabaseRelay {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(
-    readonly port: number,
-    private readonly target: { host: string; port: number },
-  ) {}
-
-  start(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(this.target.port, this.target.host);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => socket.destroy());
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    return new Promise((resolve) =>
-      this.server!.listen(this.port, '127.0.0.1', resolve),
-    );
-  }
-
-  stop(): Promise<void> {
-    this.sockets.forEach((socket) => socket.destroy());
-    return new Promise((resolve) =>
-      this.server ? this.server.close(() => resolve()) : resolve(),
-    );
-  }
-}
 
 describeWithPostgres('the service on PostgreSQL', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -194,18 +160,10 @@ describeWithPostgres('the service on PostgreSQL', () => {
 describeWithPostgres('the service when PostgreSQL goes away', () => {
   it('answers 503 Errors and readiness 503 while it is away, and recovers by itself', async () => {
     const database = await createTestDatabase();
-    const target = new URL(database.url);
-    const relay = new DatabaseRelay(await freePort(), {
-      host: target.hostname,
-      port: Number(target.port || 5432),
-    });
-    await relay.start();
-    const viaRelay = new URL(database.url);
-    viaRelay.hostname = '127.0.0.1';
-    viaRelay.port = String(relay.port);
+    const relay = await TcpRelay.to(database.url, 5432);
     const testApp = await startTestApp({
       env: {
-        DATABASE_URL: viaRelay.toString(),
+        DATABASE_URL: relay.relayed(database.url),
         DB_POOL_SIZE: '2',
         DB_STATEMENT_TIMEOUT: '2s',
       },
@@ -219,7 +177,7 @@ describeWithPostgres('the service when PostgreSQL goes away', () => {
           .set('Authorization', `Bearer ${token}`);
       await get().expect(200);
 
-      await relay.stop();
+      await relay.cut();
       const away = await get();
       expect(away.status).toBe(503);
       expect(away.body).toEqual({
@@ -233,7 +191,7 @@ describeWithPostgres('the service when PostgreSQL goes away', () => {
         message: 'the database is unreachable',
       });
 
-      await relay.start();
+      await relay.restore();
       await eventually(
         async () => (await get()).status,
         (status) => status === 200,
@@ -241,7 +199,7 @@ describeWithPostgres('the service when PostgreSQL goes away', () => {
       await testApp.http().get('/health/ready').expect(200);
     } finally {
       await testApp.close().catch(() => undefined);
-      await relay.stop();
+      await relay.close();
       const admin = new Client({ connectionString: database.url });
       await admin
         .connect()
@@ -261,28 +219,19 @@ describeWithPostgres(
           'postgres://postgres@127.0.0.1:5432/postgres',
       );
       url.pathname = '/plant_store_never_created';
-      const result = spawnSync(process.execPath, [MAIN], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          DATABASE_URL: url.toString(),
-          PORT: '0',
-          LOG_LEVEL: 'info',
-        },
-        encoding: 'utf8',
-        timeout: 30_000,
+      const { status, output, lines } = runServiceToExit({
+        DATABASE_URL: url.toString(),
+        PORT: '0',
+        LOG_LEVEL: 'info',
       });
-      expect(result.status).toBe(1);
-      const lines = (result.stdout + result.stderr)
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      expect(status).toBe(1);
       expect(lines[lines.length - 1]).toEqual(
         expect.objectContaining({
           level: 60,
           msg: 'the service could not start: database "plant_store_never_created" does not exist',
         }),
       );
-      expect(result.stdout + result.stderr).not.toContain('Retrying');
+      expect(output).not.toContain('Retrying');
     });
   },
 );

@@ -5,9 +5,9 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
-  MAIN,
   ROOT,
   runCliProcess,
+  runServiceToExit,
   startServiceProcess,
 } from './helpers/service-process';
 
@@ -78,17 +78,14 @@ describe('the service process (node dist/main.js)', () => {
   ])(
     'refuses to start when %s is %j, with one JSON line naming it',
     (name, value, message) => {
-      const result = spawnSync(process.execPath, [MAIN], {
-        cwd: folder.path,
-        env: { PATH: process.env.PATH ?? '', [name]: value },
-        encoding: 'utf8',
-        timeout: 20_000,
-      });
-      expect(result.status).not.toBe(0);
-      expect(result.status).not.toBeNull();
-      const lines = (result.stdout + result.stderr).trim().split('\n');
+      const { status, lines } = runServiceToExit(
+        { [name]: value },
+        folder.path,
+      );
+      expect(status).not.toBe(0);
+      expect(status).not.toBeNull();
       expect(lines).toHaveLength(1);
-      const line = JSON.parse(lines[0]) as { level: number; msg: string };
+      const [line] = lines;
       expect(line.level).toBe(60);
       expect(line.msg.replace('the service could not start: ', '')).toMatch(
         message,
@@ -123,22 +120,11 @@ describe('the service process (node dist/main.js)', () => {
     );
     try {
       const port = (holder.address() as AddressInfo).port;
-      const result = spawnSync(process.execPath, [MAIN], {
-        cwd: folder.path,
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOST: '127.0.0.1',
-          PORT: String(port),
-          LOG_LEVEL: 'info',
-        },
-        encoding: 'utf8',
-        timeout: 20_000,
-      });
-      expect(result.status).toBe(1);
-      const lines = (result.stdout + result.stderr)
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { level: number; msg?: string });
+      const { status, output, lines } = runServiceToExit(
+        { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' },
+        folder.path,
+      );
+      expect(status).toBe(1);
       expect(lines.length).toBeGreaterThan(1);
       for (const line of lines) expect(typeof line.msg).toBe('string');
       expect(lines[lines.length - 1]).toEqual(
@@ -149,7 +135,7 @@ describe('the service process (node dist/main.js)', () => {
           ),
         }),
       );
-      expect(result.stdout + result.stderr).not.toContain('Retrying');
+      expect(output).not.toContain('Retrying');
     } finally {
       holder.close();
     }

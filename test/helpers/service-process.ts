@@ -98,3 +98,34 @@ export function runCliProcess(
     lastLine: lines[lines.length - 1],
   };
 }
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [field: string]: unknown;
+}
+
+/**
+ * Runs `node dist/main.js` with `env` (and PATH) until it exits by itself, as it does when it
+ * cannot start: its exit status, its output, and that output as log lines (each must be JSON).
+ */
+export function runServiceToExit(
+  env: Record<string, string>,
+  cwd = ROOT,
+): { status: number | null; output: string; lines: LogLine[] } {
+  const result = spawnSync(process.execPath, [MAIN], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  const output = result.stdout + result.stderr;
+  return {
+    status: result.status,
+    output,
+    lines: output
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as LogLine),
+  };
+}

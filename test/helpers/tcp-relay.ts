@@ -4,7 +4,8 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
  * A TCP relay on loopback in front of a dependency (PostgreSQL, Redis), that a test can pause
  * to stand for a network partition: while paused, connections are accepted and bytes are
  * taken in, but nothing is passed on or answered; nothing is refused or reset either. Resuming
- * passes on what was held.
+ * passes on what was held. `cut` stands for a dependency that went down instead: every
+ * connection dropped, new ones refused, until `restore`.
  */
 export class TcpRelay {
   private paused = false;
@@ -77,8 +78,34 @@ export class TcpRelay {
     for (const open of this.unopened.splice(0)) open();
   }
 
+  cut(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  restore(): Promise<void> {
+    return new Promise((resolve) =>
+      this.server.listen(this.port, '127.0.0.1', resolve),
+    );
+  }
+
+  /** `url` (postgres://, redis://) with its host and port replaced by the relay's. */
+  relayed(url: string): string {
+    const through = new URL(url);
+    through.hostname = '127.0.0.1';
+    through.port = String(this.port);
+    return through.toString();
+  }
+
+  /** A relay to the host and port of `url`. */
+  static to(url: string, defaultPort: number): Promise<TcpRelay> {
+    const target = new URL(url);
+    return TcpRelay.start(target.hostname, Number(target.port || defaultPort));
+  }
+
   close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
+    if (!this.server.listening) return Promise.resolve();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
