@@ -99,76 +99,90 @@ describeWithRedis('the service when Redis stops answering', () => {
   });
 });
 
-describeWithPostgres('the service when PostgreSQL stops answering', () => {
-  it('answers 503 within the query timeout, liveness at once, readiness 503, and recovers by itself', async () => {
-    const database = await createTestDatabase();
-    const relay = await TcpRelay.to(database.url, 5432);
-    const testApp = await startTestApp({
-      env: {
-        DATABASE_URL: relay.relayed(database.url),
-        DB_POOL_SIZE: '2',
-        DB_STATEMENT_TIMEOUT: '1s',
-        DB_CONNECT_TIMEOUT: '1s',
-        LOG_LEVEL: 'info',
-      },
-    });
-    try {
-      const token = await testApp.issueToken();
-      const get = () =>
-        testApp
-          .http()
-          .get('/plants?limit=1')
-          .set('Authorization', `Bearer ${token}`);
-      await get().expect(200);
-
-      relay.pause();
-      // more requests than pooled connections: the rest wait for one, also bounded
-      const { value: answers, ms } = await timed(() =>
-        Promise.all(Array.from({ length: 5 }, () => get())),
-      );
-      for (const answer of answers) {
-        expect(answer.status).toBe(503);
-        expect(answer.body).toEqual({
-          error: 503,
-          message: 'the database is unavailable; try again later',
-        });
-      }
-      // the query timeout (statement timeout + 1 s) and a connection wait, not the partition
-      expect(ms).toBeLessThan(6_000);
-
-      const { value: live, ms: liveMs } = await timed(() =>
-        testApp.http().get('/health/live'),
-      );
-      expect(live.status).toBe(200);
-      expect(liveMs).toBeLessThan(250);
-      const { value: ready, ms: readyMs } = await timed(() =>
-        testApp.http().get('/health/ready'),
-      );
-      expect(ready.status).toBe(503);
-      expect(readyMs).toBeLessThan(4_000);
-
-      relay.resume();
-      await eventually(
-        async () => (await get()).status,
-        (status) => status === 200,
-      );
-      await testApp.http().get('/health/ready').expect(200);
-      // five 503s and a readiness 503: one line when it went away, one when it came back
-      expect(stateLines('Database')).toEqual([
-        {
-          level: 40,
-          msg: expect.stringMatching(
-            /^Database does not answer \(.+\): requests that need it get 503/,
-          ),
+describeWithPostgres('the service when PostgreSQL is away', () => {
+  it.each([
+    [
+      'stops answering (a partition)',
+      (relay: TcpRelay) => Promise.resolve(relay.pause()),
+    ],
+    [
+      'goes down (connections dropped and refused)',
+      (relay: TcpRelay) => relay.cut(),
+    ],
+  ])(
+    'when it %s: 503 within the query timeout, liveness at once, readiness 503, one line each way, and recovery by itself',
+    async (_case, takeAway) => {
+      logged.length = 0;
+      const database = await createTestDatabase();
+      const relay = await TcpRelay.to(database.url, 5432);
+      const testApp = await startTestApp({
+        env: {
+          DATABASE_URL: relay.relayed(database.url),
+          DB_POOL_SIZE: '2',
+          DB_STATEMENT_TIMEOUT: '1s',
+          DB_CONNECT_TIMEOUT: '1s',
+          LOG_LEVEL: 'info',
         },
-        { level: 30, msg: 'Database answers again: serving again' },
-      ]);
-      expect(logged.filter((line) => line.level >= 50)).toEqual([]);
-    } finally {
-      relay.resume();
-      await testApp.close().catch(() => undefined);
-      await relay.close();
-      await database.drop();
-    }
-  });
+      });
+      try {
+        const token = await testApp.issueToken();
+        const get = () =>
+          testApp
+            .http()
+            .get('/plants?limit=1')
+            .set('Authorization', `Bearer ${token}`);
+        await get().expect(200);
+
+        await takeAway(relay);
+        // more requests than pooled connections: the rest wait for one, also bounded
+        const { value: answers, ms } = await timed(() =>
+          Promise.all(Array.from({ length: 5 }, () => get())),
+        );
+        for (const answer of answers) {
+          expect(answer.status).toBe(503);
+          expect(answer.body).toEqual({
+            error: 503,
+            message: 'the database is unavailable; try again later',
+          });
+        }
+        // the query timeout (statement timeout + 1 s) and a connection wait, not the partition
+        expect(ms).toBeLessThan(6_000);
+
+        const { value: live, ms: liveMs } = await timed(() =>
+          testApp.http().get('/health/live'),
+        );
+        expect(live.status).toBe(200);
+        expect(liveMs).toBeLessThan(250);
+        const { value: ready, ms: readyMs } = await timed(() =>
+          testApp.http().get('/health/ready'),
+        );
+        expect(ready.status).toBe(503);
+        expect(readyMs).toBeLessThan(4_000);
+
+        if (relay.isCut) await relay.restore();
+        relay.resume();
+        await eventually(
+          async () => (await get()).status,
+          (status) => status === 200,
+        );
+        await testApp.http().get('/health/ready').expect(200);
+        // five 503s and a readiness 503: one line when it went away, one when it came back
+        expect(stateLines('Database')).toEqual([
+          {
+            level: 40,
+            msg: expect.stringMatching(
+              /^Database does not answer \(.+\): requests that need it get 503/,
+            ),
+          },
+          { level: 30, msg: 'Database answers again: serving again' },
+        ]);
+        expect(logged.filter((line) => line.level >= 50)).toEqual([]);
+      } finally {
+        relay.resume();
+        await testApp.close().catch(() => undefined);
+        await relay.close();
+        await database.drop();
+      }
+    },
+  );
 });

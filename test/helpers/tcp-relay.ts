@@ -78,6 +78,10 @@ export class TcpRelay {
     for (const open of this.unopened.splice(0)) open();
   }
 
+  get isCut(): boolean {
+    return !this.server.listening;
+  }
+
   cut(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
