@@ -4,7 +4,7 @@
 // deliveries per second to the fast receiver while the slow one holds its share of the slots,
 // and the most attempts the slow receiver had open at once.
 // Run by `npm run bench` (bench/run.js); alone: node bench/webhook-throughput.js [--plants N]
-//   [--seconds S] [--against DIR]
+//   [--seconds S] [--against DIR] [--no-slow] (the fast receiver alone)
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { createServer } = require('node:http');
@@ -45,16 +45,16 @@ function startReceiver(answer) {
 /**
  * Measures one build (its folder holds dist/): the backlog is written straight into the
  * database before the service starts, so the figure is the dispatcher's alone.
- * @param {{ root?: string, plants?: number, seconds?: number, name?: string }} options
+ * @param {{ root?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean }} options
  */
-async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 10, name = 'service' } = {}) {
+async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 10, name = 'service', slowReceiver = true } = {}) {
   const fast = await startReceiver((response) => response.writeHead(204).end());
   const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
   const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
   const service = await startBuiltService(`webhooks-${name}`, env, {
     root,
     prepare: (file, serviceEnv) => {
-      for (const receiver of [fast, slow]) {
+      for (const receiver of slowReceiver ? [fast, slow] : [fast]) {
         execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'webhooks', 'add', '--url', receiver.url], {
           env: serviceEnv,
           stdio: 'ignore',
@@ -85,6 +85,7 @@ async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 
     delivered: fast.stats.received,
     seconds: Number(elapsed.toFixed(2)),
     deliveriesPerSecond: Math.round(fast.stats.received / elapsed),
+    slowReceiver,
     slowReceiverMaxOpen: slow.stats.maxOpen,
   };
   await service.stop();
@@ -93,7 +94,8 @@ async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 
 }
 
 function printWebhookThroughput(results) {
-  console.log('\nwebhook dispatcher: a backlog for a fast receiver and a 1 s receiver, one instance on SQLite');
+  const receivers = results.every((r) => r.slowReceiver === false) ? 'a fast receiver alone' : 'a fast receiver and a 1 s receiver';
+  console.log(`\nwebhook dispatcher: a backlog for ${receivers}, one instance on SQLite`);
   for (const r of results) {
     console.log(
       `  ${r.name.padEnd(16)} ${String(r.deliveriesPerSecond).padStart(6)} deliveries/s to the fast receiver ` +
@@ -108,10 +110,13 @@ if (require.main === module) {
   (async () => {
     const plants = option('plants', 5000);
     const seconds = option('seconds', 10);
+    const slowReceiver = !process.argv.includes('--no-slow');
     const index = process.argv.indexOf('--against');
-    const results = [await measureWebhookThroughput({ plants, seconds })];
+    const results = [await measureWebhookThroughput({ plants, seconds, slowReceiver })];
     if (index !== -1) {
-      results.push(await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, name: 'service-against' }));
+      results.push(
+        await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, slowReceiver, name: 'service-against' }),
+      );
     }
     printWebhookThroughput(results);
   })().catch((error) => {

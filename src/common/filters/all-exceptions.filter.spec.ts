@@ -250,6 +250,8 @@ describe('AllExceptionsFilter', () => {
     [new HttpErrorWithHeaders(503, 'shutting down', {}), 503, false],
     [new HttpErrorWithHeaders(499, 'client', {}), 499, false],
     [new BadRequestException('bad'), 400, false],
+    // the request's fault, found by the database: not the service's error
+    [new DuplicateKeyError('Plant', [['id', 1n]], undefined), 400, false],
   ])(
     'logs %s as an error with its request id only when it is an unexpected 5xx',
     (exception, status, logged) => {

@@ -29,14 +29,49 @@ describe('ShutdownGate', () => {
     return { next, response };
   }
 
-  it('lets requests through until shutdown begins, then answers 503 and closes the connection', async () => {
+  it('lets requests through untouched until shutdown begins, then answers 503 and closes the connection', async () => {
     const gate = new ShutdownGate();
-    expect(runMiddleware(gate).next).toHaveBeenCalledWith();
+    expect(gate.isDraining).toBe(false);
+    const before = runMiddleware(gate);
+    expect(before.next).toHaveBeenCalledWith();
+    expect(before.response.setHeader).not.toHaveBeenCalled();
     const closing = gate.close(fakeApp(10).app, { delayMs: 0, graceMs: 1000 });
     const { next, response } = runMiddleware(gate);
-    expect(next.mock.calls[0][0]).toBeInstanceOf(ServiceUnavailableException);
+    const refusal = next.mock.calls[0][0] as ServiceUnavailableException;
+    expect(refusal).toBeInstanceOf(ServiceUnavailableException);
+    expect(refusal.message).toBe('the service is shutting down');
     expect(response.setHeader).toHaveBeenCalledWith('Connection', 'close');
     await closing;
+  });
+
+  it('says what it does, once for each step, as warnings; an error only when it cuts', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const error = jest.spyOn(Logger.prototype, 'error');
+    try {
+      await new ShutdownGate().close(fakeApp(10).app, {
+        delayMs: 20,
+        graceMs: 1000,
+      });
+      expect(warn.mock.calls).toEqual([
+        [
+          'shutting down: readiness answers 503; still serving for 20 ms (SHUTDOWN_DELAY), then draining',
+        ],
+        [
+          'shutting down: no longer accepting connections; in-flight requests have 1000 ms',
+        ],
+      ]);
+      expect(error).not.toHaveBeenCalled();
+      await new ShutdownGate().close(fakeApp(300).app, {
+        delayMs: 0,
+        graceMs: 50,
+      });
+      expect(error).toHaveBeenCalledWith(
+        'requests were still running 50 ms after shutdown began; cutting them',
+      );
+    } finally {
+      warn.mockRestore();
+      error.mockRestore();
+    }
   });
 
   it('during the delay, serves every request, closing its connection, and says it is draining', async () => {

@@ -2,8 +2,12 @@ import { Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
+import type { AppConfig } from '../../config/app.config';
 import {
   createRequestLogger,
+  createRootLogger,
+  logBootFailure,
+  logProcessWarnings,
   loggableTarget,
   PinoNestLogger,
   type RequestWithId,
@@ -180,6 +184,93 @@ describe('createRequestLogger', () => {
         response.statusCode = 404;
       }).lines,
     ).toEqual([]);
+  });
+});
+
+describe('logProcessWarnings', () => {
+  it("replaces Node's own printing of warnings with a line through the logger", () => {
+    const emitter = new EventEmitter();
+    const nodePrinting = jest.fn();
+    emitter.on('warning', nodePrinting);
+    const warn = jest.fn();
+    logProcessWarnings({ warn }, emitter);
+    emitter.emit(
+      'warning',
+      Object.assign(new Error('an old API'), {
+        name: 'DeprecationWarning',
+        code: 'DEP0999',
+      }),
+    );
+    emitter.emit(
+      'warning',
+      Object.assign(new Error('too many listeners'), {
+        name: 'MaxListenersExceededWarning',
+      }),
+    );
+    expect(nodePrinting).not.toHaveBeenCalled();
+    expect(warn.mock.calls).toEqual([
+      [{ msg: 'an old API', warning: 'DeprecationWarning', code: 'DEP0999' }],
+      [{ msg: 'too many listeners', warning: 'MaxListenersExceededWarning' }],
+    ]);
+  });
+});
+
+describe('logBootFailure', () => {
+  function capture(): { lines: Record<string, unknown>[]; flushed: string[] } {
+    const lines: Record<string, unknown>[] = [];
+    const flushed: string[] = [];
+    jest.spyOn(pino, 'destination').mockImplementation(
+      (options) =>
+        ({
+          write: (line: string) => {
+            lines.push(JSON.parse(line) as Record<string, unknown>);
+            flushed.push('line');
+            return true;
+          },
+          flushSync: () => {
+            flushed.push(
+              (options as { sync?: boolean } | undefined)?.sync
+                ? 'sync'
+                : 'buffer',
+            );
+          },
+        }) as unknown as ReturnType<typeof pino.destination>,
+    );
+    return { lines, flushed };
+  }
+
+  afterEach(() => jest.restoreAllMocks());
+
+  it('writes a bad setting as one fatal line with its message alone, after what was buffered', () => {
+    const { lines, flushed } = capture();
+    createRootLogger({ logLevel: 'info' } as AppConfig);
+    logBootFailure(new Error('PORT must be an integer'), true);
+    // what the service had buffered is written out before the last line
+    expect(flushed.slice(0, 2)).toEqual(['buffer', 'line']);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 60,
+        msg: 'the service could not start: PORT must be an integer',
+      }),
+    ]);
+    expect(lines[0]).not.toHaveProperty('err');
+  });
+
+  it('writes any other failure with its error, and a thrown non-error as text', () => {
+    const { lines } = capture();
+    logBootFailure(new Error('listen EADDRINUSE'), false);
+    logBootFailure('odd', false);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 60,
+        msg: 'the service could not start: listen EADDRINUSE',
+        err: expect.objectContaining({ message: 'listen EADDRINUSE' }),
+      }),
+      expect.objectContaining({
+        level: 60,
+        msg: 'the service could not start: odd',
+      }),
+    ]);
   });
 });
 

@@ -170,7 +170,7 @@ export function logBootFailure(error: unknown, expected: boolean): void {
       // not open yet: nothing was written to it
     }
   }
-  const logger = pino(pino.destination({ sync: true }));
+  const logger = pino({}, pino.destination({ sync: true }));
   if (expected || !(error instanceof Error)) {
     logger.fatal(
       `the service could not start: ${error instanceof Error ? error.message : String(error)}`,
@@ -187,11 +187,12 @@ export function logBootFailure(error: unknown, expected: boolean): void {
  * Node's own warnings (deprecations, listener leaks) as JSON lines through `logger`, in place of
  * the plain text Node writes to stderr: every line of the service's output is JSON.
  */
-export function logProcessWarnings(logger: {
-  warn(message: unknown, ...params: unknown[]): void;
-}): void {
-  process.removeAllListeners('warning');
-  process.on('warning', (warning: Error & { code?: string }) =>
+export function logProcessWarnings(
+  logger: { warn(message: unknown, ...params: unknown[]): void },
+  emitter: NodeJS.EventEmitter = process,
+): void {
+  emitter.removeAllListeners('warning');
+  emitter.on('warning', (warning: Error & { code?: string }) =>
     logger.warn({
       msg: warning.message,
       warning: warning.name,
