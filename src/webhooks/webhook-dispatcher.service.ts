@@ -133,25 +133,21 @@ export class WebhookDispatcher
     const now = new Date();
     const { due, subscriptionById } = await this.dueDeliveries(free, now);
 
+    // no other poll runs meanwhile (this.polling): what is claimed here is started below; a
+    // claim whose attempt never starts (an error on the way) expires in the database
     const claimed: WebhookDelivery[] = [];
     for (const delivery of due) {
       if (this.inFlight.has(delivery.id)) continue;
-      if (!(await this.claim(delivery, now))) continue;
-      claimed.push(delivery);
-      this.track(delivery, +1);
-      // reserved now, started once the batch's events are read
-      this.inFlight.set(delivery.id, Promise.resolve());
+      if (await this.claim(delivery, now)) claimed.push(delivery);
     }
     if (claimed.length === 0) return;
 
-    const events = await this.events
-      .findBy({ id: In(claimed.map((delivery) => delivery.eventId)) })
-      .catch((error: unknown) => {
-        for (const delivery of claimed) this.release(delivery);
-        throw error;
-      });
+    const events = await this.events.findBy({
+      id: In(claimed.map((delivery) => delivery.eventId)),
+    });
     const eventById = new Map(events.map((e) => [e.id, e]));
     for (const delivery of claimed) {
+      this.track(delivery, +1);
       const attempt = this.attempt(
         delivery,
         subscriptionById.get(delivery.subscriptionId),
