@@ -3,10 +3,20 @@
 // spec beside it. CI fails below the break threshold.
 import { existsSync, readdirSync } from 'node:fs';
 
+/**
+ * Files whose unit spec holds one part of them only, the rest being tested against real
+ * databases and receivers by the e2e suites, which Stryker does not run: mutating the rest
+ * would measure what the unit spec never meant to cover.
+ */
+const PARTLY_UNIT_TESTED = new Set([
+  // the spec holds slot accounting and fair shares; claims, SQL and retries are e2e
+  'src/webhooks/webhook-dispatcher.service.ts',
+]);
+
 const mutate = readdirSync('src', { recursive: true, encoding: 'utf8' })
   .filter((file) => file.endsWith('.spec.ts'))
   .map((file) => `src/${file.replace(/\.spec\.ts$/, '.ts')}`)
-  .filter((file) => existsSync(file))
+  .filter((file) => existsSync(file) && !PARTLY_UNIT_TESTED.has(file))
   .sort();
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -1,0 +1,175 @@
+import { Logger } from '@nestjs/common';
+import type { Repository } from 'typeorm';
+import type { WebhooksConfig } from '../config/webhooks.config';
+import { DatabaseAvailability } from '../database/database-availability';
+import type { OutboxEvent } from '../events/outbox-event.entity';
+import { WebhookDispatcher } from './webhook-dispatcher.service';
+import type { WebhookDelivery } from './webhook-delivery.entity';
+import type { AttemptOutcome, WebhookSender } from './webhook-sender';
+import type { WebhookSubscription } from './webhook-subscription.entity';
+
+const CONFIG: WebhooksConfig = {
+  allowPrivateNetworks: true,
+  timeoutMs: 1000,
+  retryBaseMs: 1000,
+  retryMaxDelayMs: 10_000,
+  retryWindowMs: 60_000,
+  pollIntervalMs: 60_000,
+  maxInFlight: 4,
+  maxInFlightPerSubscription: 2,
+};
+
+function delivery(id: string, subscriptionId: string): WebhookDelivery {
+  return {
+    id,
+    subscriptionId,
+    eventId: `event-${id}`,
+    status: 'pending',
+    attempts: 0,
+    nextAttemptAt: new Date(0),
+    lastAttemptAt: null,
+    lastStatusCode: null,
+    lastError: null,
+    createdAt: new Date(0),
+    claimedUntil: null,
+  };
+}
+
+/**
+ * The dispatcher over repositories that hold `due` rows per subscription in memory: each due
+ * query reports the subscription it asked for and its limit; `claimFails` says which claims
+ * throw.
+ */
+function dispatcherOver(
+  due: Record<string, WebhookDelivery[]>,
+  claimFails: (id: string) => boolean = () => false,
+) {
+  const asked: { subscription: string; limit: number }[] = [];
+  const sent: string[] = [];
+  const finish: (() => void)[] = [];
+  let subscription = '';
+  let claiming = '';
+  const query: Record<string, (...args: unknown[]) => unknown> = {};
+  for (const name of ['where', 'andWhere', 'orderBy', 'update', 'set']) {
+    query[name] = (_sql: unknown, parameters?: unknown) => {
+      const id = (parameters as { id?: unknown } | undefined)?.id;
+      if (typeof id === 'string' && name === 'where') {
+        subscription = id;
+        claiming = id;
+      }
+      return query;
+    };
+  }
+  query.limit = (limit: unknown) => {
+    asked.push({ subscription, limit: limit as number });
+    return query;
+  };
+  query.getMany = () => {
+    const limit = asked[asked.length - 1].limit;
+    return Promise.resolve((due[subscription] ?? []).splice(0, limit));
+  };
+  query.execute = () =>
+    claimFails(claiming)
+      ? Promise.reject(new Error(`claim of ${claiming} failed`))
+      : Promise.resolve({ affected: 1 });
+  const deliveries = {
+    createQueryBuilder: () => query,
+    update: () => Promise.resolve({ affected: 1 }),
+  } as unknown as Repository<WebhookDelivery>;
+  const subscriptions = {
+    findBy: () =>
+      Promise.resolve(
+        Object.keys(due).map((id) => ({
+          id,
+          url: `http://127.0.0.1/${id}`,
+          secret: 'whsec_c2VjcmV0',
+          removedAt: null,
+        })),
+      ),
+  } as unknown as Repository<WebhookSubscription>;
+  const events = {
+    findBy: ({ id }: { id: { value: string[] } }) =>
+      Promise.resolve(
+        id.value.map((eventId) => ({
+          id: eventId,
+          type: 'plant.added',
+          payload: '{"id":1,"name":"Fern"}',
+        })),
+      ),
+  } as unknown as Repository<OutboxEvent>;
+  const sender = {
+    send: ({ id }: { id: string }) =>
+      new Promise<AttemptOutcome>((resolve) => {
+        sent.push(id);
+        finish.push(() => resolve({ delivered: true, statusCode: 204 }));
+      }),
+  } as unknown as WebhookSender;
+  const dispatcher = new WebhookDispatcher(
+    deliveries,
+    subscriptions,
+    events,
+    sender,
+    new DatabaseAvailability(),
+    CONFIG,
+  );
+  return { dispatcher, asked, sent, finish };
+}
+
+describe('WebhookDispatcher', () => {
+  beforeAll(() => {
+    Logger.overrideLogger(false);
+  });
+
+  it('asks each subscription for at most its share of the free slots', async () => {
+    const rows = (subscription: string) =>
+      Array.from({ length: 5 }, (_, i) =>
+        delivery(`${subscription}${i}`, subscription),
+      );
+    const { dispatcher, asked, finish } = dispatcherOver({
+      a: rows('a'),
+      b: rows('b'),
+      c: rows('c'),
+    });
+    await dispatcher['poll']();
+    // 4 free slots over 3 subscriptions, 2 at most each
+    expect(asked.map(({ limit }) => limit).sort()).toEqual([1, 1, 2]);
+    expect(asked.reduce((sum, { limit }) => sum + limit, 0)).toBe(4);
+    finish.forEach((end) => end());
+    await dispatcher.beforeApplicationShutdown();
+  });
+
+  it('keeps no slot for a claim that failed: the next poll has them all', async () => {
+    const { dispatcher, asked, sent, finish } = dispatcherOver(
+      {
+        a: [delivery('a0', 'a'), delivery('a1', 'a')],
+        b: [delivery('b0', 'b'), delivery('b1', 'b')],
+      },
+      (id) => id === 'a1',
+    );
+    await dispatcher['poll']();
+    // the failed poll started nothing, though a0 was claimed before a1 failed
+    expect(sent).toEqual([]);
+    asked.length = 0;
+    await dispatcher['poll']();
+    expect(asked.reduce((sum, { limit }) => sum + limit, 0)).toBe(4);
+    finish.forEach((end) => end());
+    await dispatcher.beforeApplicationShutdown();
+  });
+
+  it('frees a slot when an attempt ends, and no subscription gets past its cap', async () => {
+    const rows = Array.from({ length: 6 }, (_, i) => delivery(`a${i}`, 'a'));
+    const { dispatcher, asked, sent, finish } = dispatcherOver({ a: rows });
+    await dispatcher['poll']();
+    expect(sent).toEqual(['a0', 'a1']);
+    await dispatcher['poll']();
+    // subscription a is at its cap of 2: not even asked
+    expect(asked).toHaveLength(1);
+    finish.shift()!();
+    await new Promise((resolve) => setImmediate(resolve));
+    await dispatcher['poll']();
+    expect(asked[asked.length - 1]).toEqual({ subscription: 'a', limit: 1 });
+    expect(sent).toEqual(['a0', 'a1', 'a2']);
+    finish.forEach((end) => end());
+    await dispatcher.beforeApplicationShutdown();
+  });
+});
