@@ -113,7 +113,12 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
 
 /** Every text file of the repository that people read: code, tests, documents. */
 function readableFiles(): string[] {
-  const files: string[] = [join(ROOT, 'README.md'), join(ROOT, 'ormconfig.ts')];
+  const files: string[] = [
+    'README.md',
+    'CONTRIBUTING.md',
+    'CHANGELOG.md',
+    'ormconfig.ts',
+  ].map((file) => join(ROOT, file));
   const walk = (folder: string) => {
     for (const entry of readdirSync(folder, { withFileTypes: true })) {
       const path = join(folder, entry.name);
