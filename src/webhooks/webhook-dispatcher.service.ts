@@ -115,7 +115,7 @@ export class WebhookDispatcher
       if (this.shutdown.signal.aborted) {
         // the database may close first; nothing is lost, rows stay pending
       } else if (isDatabaseUnavailable(error)) {
-        this.database.wentAway((error as Error).message);
+        this.database.wentAway(error);
       } else {
         this.logger.error(error, 'could not read pending webhook deliveries');
       }

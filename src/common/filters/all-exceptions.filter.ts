@@ -39,7 +39,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     // a database away, once per outage; only the unexpected, per request, with its stack
     if (body.error >= 500 && !(exception instanceof HttpException)) {
       if (isDatabaseUnavailable(exception)) {
-        this.database.wentAway(describeError(exception));
+        this.database.wentAway(exception);
       } else {
         const { id } = http.getRequest<RequestWithId>();
         this.logger.error(
@@ -75,10 +75,6 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
     );
   }
   return answer(HttpStatus.INTERNAL_SERVER_ERROR, 'internal server error');
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function answer(status: number, message: string): ErrorAnswer {

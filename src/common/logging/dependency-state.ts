@@ -21,9 +21,11 @@ export class DependencyState {
     return !this.away;
   }
 
-  wentAway(reason: string): void {
+  /** `cause`: the error met, or words saying what was seen. */
+  wentAway(cause: unknown): void {
     if (this.away) return;
     this.away = true;
+    const reason = cause instanceof Error ? cause.message : String(cause);
     this.logger.warn(
       `${this.name} does not answer (${reason}): ${this.meanwhile}`,
     );

@@ -76,7 +76,7 @@ export class RedisCounters
       enableOfflineQueue: false,
     }) as CountingRedis;
     this.redis.defineCommand('hit', { numberOfKeys: 2, lua: HIT_SCRIPT });
-    this.redis.on('error', (error: Error) => this.lost(error));
+    this.redis.on('error', (error: Error) => this.state.wentAway(error));
   }
 
   /**
@@ -117,12 +117,8 @@ export class RedisCounters
       this.state.cameBack();
       return result;
     } catch (error) {
-      this.lost(error as Error);
+      this.state.wentAway(error);
       throw error;
     }
-  }
-
-  private lost(error: Error): void {
-    this.state.wentAway(error.message);
   }
 }
