@@ -3,9 +3,15 @@ import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
 import { tokensCommand } from './cli/tokens.command';
 import { webhooksCommand } from './cli/webhooks.command';
-import { readDatabaseConfig } from './config/database.config';
-import { ConfigError } from './config/read-env';
-import { readWebhooksConfig } from './config/webhooks.config';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  describeDatabase,
+  readDatabaseConfig,
+  type DatabaseConfig,
+} from './config/database.config';
+import { loadEnvironment } from './config/environment';
+import { StartupError } from './common/errors/startup-error';
 
 function buildProgram(output: CliOutput): Command {
   const program = new Command('plant-store')
@@ -29,6 +35,25 @@ function buildProgram(output: CliOutput): Command {
   return program;
 }
 
+/**
+ * The CLI works on the service's database and never creates one: a relative SQLite path read
+ * from another folder would otherwise give an empty database whose tokens the service refuses.
+ */
+function requireExistingDatabase(config: DatabaseConfig): void {
+  if (config.engine !== 'sqlite') return;
+  if (config.sqlitePath === ':memory:') {
+    throw new StartupError(
+      "DATABASE_URL=sqlite::memory: is a database of the process's own: the CLI cannot reach the service's; point DATABASE_URL at the service's database",
+    );
+  }
+  const path = resolve(config.sqlitePath);
+  if (!existsSync(path)) {
+    throw new StartupError(
+      `there is no database at ${path}, and the CLI does not create one: run it from the folder the service runs in, or set DATABASE_URL=sqlite:<absolute path of the service's database> (the service creates it when it first starts)`,
+    );
+  }
+}
+
 /** Runs one command line (`tokens create --name me`); returns the process exit code. */
 export async function runCli(
   args: string[],
@@ -38,17 +63,23 @@ export async function runCli(
   },
 ): Promise<number> {
   try {
-    readDatabaseConfig(process.env);
-    readWebhooksConfig(process.env);
-    await buildProgram(output).parseAsync(args, { from: 'user' });
+    const program = buildProgram(output);
+    loadEnvironment(process.env);
+    const database = readDatabaseConfig(process.env);
+    // usage and help need no database
+    program.hook('preAction', () => {
+      requireExistingDatabase(database);
+      output.err(`database: ${describeDatabase(database)}`);
+    });
+    await program.parseAsync(args, { from: 'user' });
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'cli.notFound') output.err(`error: ${error.message}`);
       return error.exitCode;
     }
-    if (error instanceof ConfigError) {
-      output.err(error.message);
+    if (error instanceof StartupError) {
+      output.err(`error: ${error.message}`);
     } else if (error instanceof BadRequestException) {
       output.err(`error: ${error.message}`);
     } else {

@@ -1,21 +1,76 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { createApp } from './setup-app';
 import { appConfig, type AppConfig } from './config/app.config';
-import { validateEnvironment } from './config/environment';
-import { ConfigError } from './config/read-env';
+import { databaseConfig, describeDatabase } from './config/database.config';
+import { loadEnvironment } from './config/environment';
+import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './common/http/shutdown-gate';
-import { UndeclaredAccessError } from './auth/route-access.check';
 import {
   logBootFailure,
   logProcessWarnings,
 } from './common/logging/pino-logger';
-import { Logger } from '@nestjs/common';
+
+/** Why the listener could not open, in the words of PORT and HOST; undefined if unforeseen. */
+function explainListenFailure(
+  error: unknown,
+  config: AppConfig,
+): StartupError | undefined {
+  const code = (error as { code?: unknown }).code;
+  const where = `port ${config.port} on ${config.host}`;
+  const explanation =
+    code === 'EADDRINUSE'
+      ? `${where} is in use by another process: stop it, or set PORT to a free port`
+      : code === 'EACCES'
+        ? `this user may not listen on ${where}: set PORT to 1024 or above`
+        : code === 'EADDRNOTAVAIL'
+          ? `HOST ${config.host} is not an address of this machine: set HOST to one (0.0.0.0 for all)`
+          : undefined;
+  return explanation === undefined
+    ? undefined
+    : new StartupError(explanation, { cause: error });
+}
+
+/** The address people type: localhost when listening on every interface. */
+function localUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
+
+function packageVersion(): string {
+  const packageJson = join(__dirname, '..', 'package.json');
+  return (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string })
+    .version;
+}
 
 async function bootstrap(): Promise<void> {
-  validateEnvironment(process.env);
+  loadEnvironment(process.env);
   const app = await createApp();
   logProcessWarnings(new Logger('Node'));
   const config = app.get<AppConfig>(appConfig.KEY);
-  await app.listen(config.port, config.host);
+  try {
+    await app.listen(config.port, config.host);
+  } catch (error) {
+    throw explainListenFailure(error, config) ?? error;
+  }
+
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  const url = localUrl(config.host, port);
+  const database = describeDatabase(app.get(databaseConfig.KEY));
+  const version = packageVersion();
+  new Logger('PlantStore').log(
+    {
+      url,
+      docs: `${url}/docs`,
+      ...(config.publicBaseUrl && { publicBaseUrl: config.publicBaseUrl }),
+      database,
+      version,
+      node: process.version,
+    },
+    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}`,
+  );
 
   let stopping = false;
   const stop = () => {
@@ -41,10 +96,8 @@ async function bootstrap(): Promise<void> {
 }
 
 bootstrap().catch((error: unknown) => {
-  // a bad setting or a route without an access rule: the message says what to fix
-  logBootFailure(
-    error,
-    error instanceof ConfigError || error instanceof UndeclaredAccessError,
-  );
+  // something to fix before it can start (a setting, the port, the database): its message
+  // says what; anything else comes with its stack
+  logBootFailure(error, error instanceof StartupError);
   process.exit(1);
 });

@@ -36,7 +36,7 @@ export async function createApp(): Promise<NestExpressApplication> {
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);
-  app.use(securityHeaders());
+  app.use(securityHeaders(config.publicBaseUrl));
   if (config.corsOrigins.length > 0) {
     app.enableCors({
       origin: config.corsOrigins,

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOKEN_CACHE_TTL_MS } from '../src/auth/tokens.service';
 import { ROOT, runCliProcess } from './helpers/service-process';
@@ -217,6 +218,77 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     const result = cli(...args);
     expect(result.status).not.toBe(0);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('names the database it works on, as an absolute path', () => {
+    const result = runCliProcess(
+      ['tokens', 'list'],
+      { DATABASE_URL: 'sqlite:store.sqlite' },
+      folder.path,
+    );
+    expect(result.status).toBe(0);
+    expect(result.stderr).toBe(
+      `database: SQLite ${join(folder.path, 'store.sqlite')}\n`,
+    );
+  });
+
+  it('reads DATABASE_URL from .env in its working directory', () => {
+    const elsewhere = makeTempFolder();
+    try {
+      writeFileSync(
+        join(elsewhere.path, '.env'),
+        `DATABASE_URL=${env.DATABASE_URL}\n`,
+      );
+      const result = runCliProcess(['tokens', 'list'], {}, elsewhere.path);
+      expect(result.status).toBe(0);
+      expect(result.stderr).toBe(
+        `database: SQLite ${join(folder.path, 'store.sqlite')}\n`,
+      );
+    } finally {
+      elsewhere.remove();
+    }
+  });
+
+  it('refuses to create a database, saying where it looked and how to point it at the right one', () => {
+    const elsewhere = makeTempFolder();
+    try {
+      const result = runCliProcess(
+        ['tokens', 'create', '--name', 'lost'],
+        {},
+        elsewhere.path,
+      );
+      expect(result.status).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(
+        `error: there is no database at ${join(elsewhere.path, 'data', 'plant-store.sqlite')}, and the CLI does not create one: run it from the folder the service runs in, or set DATABASE_URL=sqlite:<absolute path of the service's database> (the service creates it when it first starts)\n`,
+      );
+      expect(readdirSync(elsewhere.path)).toEqual([]);
+    } finally {
+      elsewhere.remove();
+    }
+  });
+
+  it('says "run npm run build first" when run through npm before a build', () => {
+    const unbuilt = makeTempFolder();
+    try {
+      mkdirSync(join(unbuilt.path, 'scripts'));
+      copyFileSync(
+        join(ROOT, 'scripts', 'cli.js'),
+        join(unbuilt.path, 'scripts', 'cli.js'),
+      );
+      const result = spawnSync(
+        process.execPath,
+        [join(unbuilt.path, 'scripts', 'cli.js'), 'tokens', 'list'],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(result.status).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(
+        'error: the plant store is not built yet: run npm run build first\n',
+      );
+    } finally {
+      unbuilt.remove();
+    }
   });
 
   it('runs as npm run tokens -- create --name me', () => {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -13,6 +14,8 @@ describe('faults of the service process', () => {
   beforeEach(() => {
     folder = makeTempFolder();
     env = { DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}` };
+    // the database the service will use, empty: the CLI migrates it but never creates one
+    writeFileSync(join(folder.path, 'store.sqlite'), '');
     token = runCliProcess(
       ['tokens', 'create', '--name', 'faults'],
       env,

@@ -158,25 +158,53 @@ describeWithPostgres('the service on PostgreSQL', () => {
 describeWithPostgres(
   'the service on a PostgreSQL database that does not exist',
   () => {
-    it('does not start: JSON lines, the last naming the database, and no retry', () => {
-      const url = new URL(
+    const serverUrl = () =>
+      new URL(
         process.env.TEST_DATABASE_URL ??
           'postgres://postgres@127.0.0.1:5432/postgres',
       );
+
+    it('does not start: one line naming the database and how to create it, and no retry', () => {
+      const url = serverUrl();
       url.pathname = '/plant_store_never_created';
+      const server = `${url.hostname}:${url.port || '5432'}`;
       const { status, output, lines } = runServiceToExit({
         DATABASE_URL: url.toString(),
         PORT: '0',
         LOG_LEVEL: 'info',
       });
       expect(status).toBe(1);
-      expect(lines[lines.length - 1]).toEqual(
+      expect(lines).toEqual([
         expect.objectContaining({
           level: 60,
-          msg: 'the service could not start: database "plant_store_never_created" does not exist',
+          msg: `the service could not start: PostgreSQL at ${server} has no database "plant_store_never_created": create it (createdb -h ${url.hostname} -p ${url.port || '5432'} -U ${url.username} plant_store_never_created), or name another in DATABASE_URL`,
         }),
-      );
+      ]);
       expect(output).not.toContain('Retrying');
+    });
+
+    it('does not start when PostgreSQL refuses its user: one line, the password never shown', () => {
+      const url = serverUrl();
+      url.username = 'plant_store_no_such_role';
+      url.password = 'hunter2';
+      const server = `${url.hostname}:${url.port || '5432'}`;
+      const { status, output, lines } = runServiceToExit({
+        DATABASE_URL: url.toString(),
+        PORT: '0',
+        LOG_LEVEL: 'info',
+      });
+      expect(status).toBe(1);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: 60,
+          msg: expect.stringMatching(
+            new RegExp(
+              `^the service could not start: PostgreSQL at ${server} refused (the password of )?user "plant_store_no_such_role": check the user`,
+            ),
+          ),
+        }),
+      ]);
+      expect(output).not.toContain('hunter2');
     });
   },
 );

@@ -1,15 +1,29 @@
 import { spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
   ROOT,
+  type LogLine,
   runCliProcess,
   runServiceToExit,
   startServiceProcess,
 } from './helpers/service-process';
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Polls `check` every 20 ms, for at most 5 s. */
+async function waitFor(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('waited 5 s in vain');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 describe('the service process (node dist/main.js)', () => {
   let folder: ReturnType<typeof makeTempFolder>;
@@ -113,7 +127,7 @@ describe('the service process (node dist/main.js)', () => {
     });
   });
 
-  it('logs every line as JSON with its words in msg when it cannot start for another reason (a port in use)', async () => {
+  it('says in one line, and exits 1, when its port is in use', async () => {
     const holder = createServer();
     await new Promise<void>((resolve) =>
       holder.listen(0, '127.0.0.1', resolve),
@@ -125,19 +139,120 @@ describe('the service process (node dist/main.js)', () => {
         folder.path,
       );
       expect(status).toBe(1);
-      expect(lines.length).toBeGreaterThan(1);
-      for (const line of lines) expect(typeof line.msg).toBe('string');
-      expect(lines[lines.length - 1]).toEqual(
+      expect(lines).toEqual([
         expect.objectContaining({
           level: 60,
-          msg: expect.stringMatching(
-            /^the service could not start: listen EADDRINUSE/,
-          ),
+          msg: `the service could not start: port ${port} on 127.0.0.1 is in use by another process: stop it, or set PORT to a free port`,
         }),
-      );
+      ]);
+      expect(lines[0]).not.toHaveProperty('err');
       expect(output).not.toContain('Retrying');
     } finally {
       holder.close();
+    }
+  });
+
+  it('says in one line, and exits 1, when its database cannot be written', () => {
+    const notAFolder = join(folder.path, 'a-file');
+    writeFileSync(notAFolder, '');
+    const database = join(notAFolder, 'plant-store.sqlite');
+    const { status, lines } = runServiceToExit(
+      { DATABASE_URL: `sqlite:${database}`, LOG_LEVEL: 'info' },
+      folder.path,
+    );
+    expect(status).toBe(1);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 60,
+        msg: expect.stringMatching(
+          new RegExp(
+            `^the service could not start: cannot open the SQLite database ${escapeRegExp(database)} for writing \\(E[A-Z]+: .*\\): make ${escapeRegExp(notAFolder)} a folder this user can write, or set DATABASE_URL=sqlite:<path> to another place$`,
+          ),
+        ),
+      }),
+    ]);
+  });
+
+  it('reads .env in its working directory, under the environment', async () => {
+    writeFileSync(
+      join(folder.path, '.env'),
+      'PUBLIC_BASE_URL=https://from-dotenv.example\nDATABASE_URL=sqlite:from-dotenv.sqlite\nPORT=1\n',
+    );
+    const service = await startServiceProcess({}, folder.path);
+    try {
+      const document = (await (
+        await fetch(`${service.baseUrl}/openapi.json`)
+      ).json()) as { servers: { url: string }[] };
+      expect(document.servers[0].url).toBe('https://from-dotenv.example');
+      expect(statSync(join(folder.path, 'from-dotenv.sqlite')).isFile()).toBe(
+        true,
+      );
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  });
+
+  it('stops at a bad value in .env with one line naming the variable and the file', () => {
+    writeFileSync(join(folder.path, '.env'), 'BODY_LIMIT=huge\n');
+    const { status, lines } = runServiceToExit({}, folder.path);
+    expect(status).toBe(1);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 60,
+        msg: `the service could not start: BODY_LIMIT must be a size between 1 byte and 64mb such as 16kb, got "huge" (set in ${join(folder.path, '.env')})`,
+      }),
+    ]);
+  });
+
+  it('says one line when it is up, naming its URL, docs, database and version, and writes each line within a second', async () => {
+    const service = await startServiceProcess(
+      { LOG_LEVEL: 'info', DATABASE_URL: 'sqlite:store.sqlite' },
+      folder.path,
+    );
+    try {
+      const logLines = () =>
+        service
+          .output()
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as LogLine);
+      const url = `http://127.0.0.1:${service.port}`;
+      // the readiness probes of startServiceProcess are logged too, at info
+      await waitFor(() =>
+        logLines().some((line) => line.msg.startsWith('plant store ')),
+      );
+      const started = logLines().filter(
+        (line) => line.msg !== 'request completed',
+      );
+      const { version } = JSON.parse(
+        readFileSync(join(ROOT, 'package.json'), 'utf8'),
+      ) as { version: string };
+      const database = `SQLite ${join(folder.path, 'store.sqlite')}`;
+      expect(started).toEqual([
+        expect.objectContaining({
+          level: 30,
+          msg: `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}`,
+          url,
+          docs: `${url}/docs`,
+          database,
+          version,
+        }),
+      ]);
+
+      // a quiet service's lines are not held in the buffer
+      await fetch(`${url}/plants/1`, {
+        headers: { 'X-Request-Id': 'flush-probe' },
+      });
+      const sent = Date.now();
+      await waitFor(() =>
+        logLines().some((line) => line.reqId === 'flush-probe'),
+      );
+      expect(Date.now() - sent).toBeLessThan(1000);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
     }
   });
 
@@ -195,10 +310,11 @@ describe('the service process (node dist/main.js)', () => {
 
   it('on SIGTERM finishes in-flight requests, refuses new ones and exits 0', async () => {
     const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;
+    // the service creates its database; the CLI issues a token in it
+    const service = await startServiceProcess({ DATABASE_URL: databaseUrl });
     const token = runCliProcess(['tokens', 'create', '--name', 'shutdown'], {
       DATABASE_URL: databaseUrl,
     }).lastLine;
-    const service = await startServiceProcess({ DATABASE_URL: databaseUrl });
     const body = JSON.stringify({ id: 1, name: 'Last one in' });
 
     // headers and half the body are sent before SIGTERM; the rest after it
@@ -246,13 +362,13 @@ describe('the service process (node dist/main.js)', () => {
 
   it('logs structured JSON with a request id, and never a token', async () => {
     const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;
-    const token = runCliProcess(['tokens', 'create', '--name', 'logged'], {
-      DATABASE_URL: databaseUrl,
-    }).lastLine;
     const service = await startServiceProcess({
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: 'info',
     });
+    const token = runCliProcess(['tokens', 'create', '--name', 'logged'], {
+      DATABASE_URL: databaseUrl,
+    }).lastLine;
     try {
       const post = (authorization: string) =>
         fetch(`${service.baseUrl}/plants`, {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   freePort,
@@ -13,6 +14,8 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
 
   beforeEach(() => {
     folder = makeTempFolder();
+    // the database the service will use, empty: the CLI migrates it but never creates one
+    writeFileSync(join(folder.path, 'store.sqlite'), '');
     env = {
       DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
       WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',

@@ -3,10 +3,11 @@ import { PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
+import { StartupError } from '../common/errors/startup-error';
 
 /** Routes that declare no access; the message is one line naming each controller and handler. */
-export class UndeclaredAccessError extends Error {
-  override readonly name = 'UndeclaredAccessError';
+export class UndeclaredAccessError extends StartupError {
+  override readonly name: string = 'UndeclaredAccessError';
 
   constructor(routes: string[]) {
     super(

@@ -6,7 +6,7 @@ import {
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
 } from '../auth/tokens.service';
-import { DURATION_FORMAT, parseDuration } from '../config/read-env';
+import { DURATION_FORMAT, parseDuration } from '../config/environment';
 import {
   formatTable,
   formatTime,

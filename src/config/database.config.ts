@@ -1,11 +1,12 @@
+import { resolve } from 'node:path';
 import { registerAs } from '@nestjs/config';
 import {
   ConfigError,
-  readChoice,
-  readDuration,
-  readInteger,
-  readString,
-} from './read-env';
+  DEFAULT_DATABASE_URL,
+  parseEnvironment,
+} from './environment';
+
+export { DEFAULT_DATABASE_URL };
 
 export interface SqliteConfig {
   engine: 'sqlite';
@@ -41,8 +42,6 @@ export interface PostgresConfig {
 
 export type DatabaseConfig = SqliteConfig | PostgresConfig;
 
-export const DEFAULT_DATABASE_URL = 'sqlite:data/plant-store.sqlite';
-
 const SSL_MODES = [
   'disable',
   'allow',
@@ -76,32 +75,35 @@ function readPostgresUrl(url: string): string {
 }
 
 export function readDatabaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig {
-  const url = readString(env, 'DATABASE_URL', DEFAULT_DATABASE_URL);
+  const read = parseEnvironment(env);
+  const url = read.DATABASE_URL;
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const statementTimeoutMs = readDuration(env, 'DB_STATEMENT_TIMEOUT', 5000);
     return {
       engine: 'postgres',
       url: readPostgresUrl(url),
-      poolSize: readInteger(env, 'DB_POOL_SIZE', 10, 1, 1000),
-      statementTimeoutMs,
-      connectTimeoutMs: readDuration(env, 'DB_CONNECT_TIMEOUT', 5000),
-      queryTimeoutMs: statementTimeoutMs + 1000,
+      poolSize: read.DB_POOL_SIZE,
+      statementTimeoutMs: read.DB_STATEMENT_TIMEOUT,
+      connectTimeoutMs: read.DB_CONNECT_TIMEOUT,
+      queryTimeoutMs: read.DB_STATEMENT_TIMEOUT + 1000,
     };
-  }
-  const match = /^sqlite:(.+)$/.exec(url);
-  if (!match) {
-    throw new ConfigError(
-      'DATABASE_URL must be sqlite:<path>, sqlite::memory: or postgres://user:password@host:port/database',
-    );
   }
   return {
     engine: 'sqlite',
-    sqlitePath: match[1],
-    synchronous: readChoice(env, 'DB_SYNCHRONOUS', 'normal', [
-      'normal',
-      'full',
-    ]),
+    sqlitePath: url.slice('sqlite:'.length),
+    synchronous: read.DB_SYNCHRONOUS,
   };
+}
+
+/** The database in use, for people: SQLite's absolute path, or the URL with its password hidden. */
+export function describeDatabase(config: DatabaseConfig): string {
+  if (config.engine === 'sqlite') {
+    return config.sqlitePath === ':memory:'
+      ? 'SQLite in memory'
+      : `SQLite ${resolve(config.sqlitePath)}`;
+  }
+  const url = new URL(config.url);
+  if (url.password) url.password = '***';
+  return `PostgreSQL ${url.toString()}`;
 }
 
 export const databaseConfig = registerAs('database', () =>

@@ -1,13 +1,500 @@
-import { readAppConfig } from './app.config';
-import { readDatabaseConfig } from './database.config';
-import { readWebhooksConfig } from './webhooks.config';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import ipaddr from 'ipaddr.js';
+import { z } from 'zod';
+import { StartupError } from '../common/errors/startup-error';
+
+/** A configuration value that the service cannot start with; its message is one line naming the variable. */
+export class ConfigError extends StartupError {
+  override readonly name = 'ConfigError';
+}
+
+/** How a variable is written: its schema, and what the error says it must be. */
+interface Kind<T> {
+  schema: z.ZodType<T, string>;
+  must: string;
+  /** Its value may hold a password: errors show it with the credentials hidden. */
+  secret?: boolean;
+}
+
+/** What `.env.example` and errors say of a variable. */
+interface VariableMeta {
+  /** Written as a user would write it; undefined when unset means "off" or "derived". */
+  fallback?: string;
+  description: string;
+  must: string;
+  secret: boolean;
+}
 
 /**
- * Reads every variable once before anything starts, so that a bad value stops the process with
- * one line naming it (a ConfigError) rather than a framework stack trace.
+ * A variable: unset or empty takes `fallback`, which is then read like any written value, so
+ * defaults and settings go through the same checks and units.
  */
-export function validateEnvironment(env: NodeJS.ProcessEnv): void {
-  readAppConfig(env);
-  readDatabaseConfig(env);
-  readWebhooksConfig(env);
+function variable<T>(
+  kind: Kind<T>,
+  fallback: string,
+  description: string,
+): z.ZodType<T>;
+function variable<T>(
+  kind: Kind<T>,
+  fallback: undefined,
+  description: string,
+): z.ZodType<T | undefined>;
+function variable<T>(
+  kind: Kind<T>,
+  fallback: string | undefined,
+  description: string,
+): z.ZodType<T | undefined> {
+  const meta: VariableMeta = {
+    fallback,
+    description,
+    must: kind.must,
+    secret: kind.secret ?? false,
+  };
+  return z
+    .preprocess(
+      (raw) => (raw === undefined || raw === '' ? fallback : raw),
+      fallback === undefined ? kind.schema.optional() : kind.schema,
+    )
+    .meta({ ...meta });
+}
+
+/** A transform that reads text into a value, or undefined when the text is not one. */
+function readAs<T>(
+  read: (text: string) => T | undefined,
+): z.ZodType<T, string> {
+  return z.string().transform((text, context) => {
+    const value = read(text);
+    if (value === undefined) {
+      context.addIssue({ code: 'custom', input: text });
+      return z.NEVER;
+    }
+    return value;
+  });
+}
+
+/** Digits only, within bounds: `3000`, not `3000.5`, ` 5`, `1e1` or `0x10`. */
+function integer(min: number, max: number): Kind<number> {
+  return {
+    schema: readAs((text) =>
+      /^\d+$/.test(text) && Number(text) >= min && Number(text) <= max
+        ? Number(text)
+        : undefined,
+    ),
+    must: `an integer between ${min} and ${max}`,
+  };
+}
+
+const DURATION_UNITS_MS = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** How durations are written: digits and a unit, `500ms`, `10s`, `5m`, `24h`, `2d`. */
+export const DURATION_FORMAT = /^(\d+)(ms|s|m|h|d)$/;
+
+/** A duration in milliseconds; undefined when it is not written as one, or not positive and safe. */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION_FORMAT.exec(text.trim());
+  const ms = match
+    ? Number(match[1]) *
+      DURATION_UNITS_MS[match[2] as keyof typeof DURATION_UNITS_MS]
+    : NaN;
+  return Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
+}
+
+/** A positive duration in milliseconds; `0s` too when `zero` is allowed. */
+function duration({ zero = false } = {}): Kind<number> {
+  return {
+    schema: readAs((text) =>
+      zero && /^0(ms|s|m|h|d)$/.test(text.trim()) ? 0 : parseDuration(text),
+    ),
+    must: `a ${zero ? '' : 'positive '}duration such as 500ms, 10s, 5m, 24h or 2d`,
+  };
+}
+
+const BYTE_UNITS = { '': 1, b: 1, kb: 1024, mb: 1024 ** 2 };
+
+/** Sizes as express writes them: `16384`, `16kb`, `1mb`. */
+function byteSize(max: number): Kind<number> {
+  return {
+    schema: readAs((text) => {
+      const match = /^(\d+)\s*(b|kb|mb)?$/i.exec(text.trim());
+      if (!match) return undefined;
+      const unit = (match[2] ?? '').toLowerCase() as keyof typeof BYTE_UNITS;
+      const bytes = Number(match[1]) * BYTE_UNITS[unit];
+      return bytes >= 1 && bytes <= max ? bytes : undefined;
+    }),
+    must: `a size between 1 byte and ${max / 1024 ** 2}mb such as 16kb`,
+  };
+}
+
+function choice<const T extends readonly [string, ...string[]]>(
+  choices: T,
+): Kind<T[number]> {
+  return { schema: z.enum(choices), must: `one of ${choices.join(', ')}` };
+}
+
+const text: Kind<string> = { schema: z.string(), must: 'text' };
+
+const boolean: Kind<boolean> = {
+  schema: z.enum(['true', 'false']).transform((value) => value === 'true'),
+  must: 'true or false',
+};
+
+function isHttpUrl(value: string): boolean {
+  try {
+    return ['http:', 'https:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/** An absolute http(s) URL without its trailing slash. */
+const httpUrl: Kind<string> = {
+  schema: readAs((value) =>
+    isHttpUrl(value) ? value.replace(/\/+$/, '') : undefined,
+  ),
+  must: 'an absolute http or https URL',
+};
+
+const redisUrl: Kind<string> = {
+  schema: z.string().regex(/^rediss?:\/\/[^/]+/),
+  must: 'redis://host:port[/db] or rediss://...',
+  secret: true,
+};
+
+function isOrigin(value: string): boolean {
+  try {
+    return new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+}
+
+/** Browser origins, comma-separated: `https://app.example.com`, not a path or `*`. */
+const origins: Kind<string[]> = {
+  schema: z.string().transform((value, context) => {
+    const list = value.split(',').map((origin) => origin.trim());
+    const wrong = list.find((origin) => !isOrigin(origin));
+    if (wrong !== undefined) {
+      context.addIssue({ code: 'custom', input: wrong });
+      return z.NEVER;
+    }
+    return list;
+  }),
+  must: 'a comma-separated list of origins such as https://app.example.com',
+};
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** `10.0.0.7`, `10.0.0.0/8`, `fd00::1`, `fd00::/8`; not ipaddr's legacy forms (`1234`, `0x7f.1`). */
+function isAddressOrCidr(value: string): boolean {
+  const [address, bits, ...rest] = value.split('/');
+  const isV4 = ipaddr.IPv4.isValidFourPartDecimal(address);
+  if (!(isV4 || ipaddr.IPv6.isValid(address)) || rest.length > 0) return false;
+  return (
+    bits === undefined ||
+    (/^\d{1,3}$/.test(bits) && Number(bits) <= (isV4 ? 32 : 128))
+  );
+}
+
+/**
+ * Express's `trust proxy`: which peers may say, in X-Forwarded-For, -Proto and -Host, who the
+ * client is and how it reached us. Off, all, a hop count, or addresses and CIDRs (with the
+ * names `loopback`, `linklocal` and `uniquelocal`).
+ */
+export type TrustProxy = boolean | number | string[];
+
+const trustProxy: Kind<TrustProxy> = {
+  schema: z.string().transform((value, context): TrustProxy => {
+    const raw = value.trim();
+    if (raw === 'false' || raw === 'true') return raw === 'true';
+    if (/^\d+$/.test(raw)) {
+      if (Number(raw) <= 255) return Number(raw);
+      context.addIssue({ code: 'custom', input: raw });
+      return z.NEVER;
+    }
+    const items = raw.split(',').map((item) => item.trim());
+    const wrong = items.find(
+      (item) => !PROXY_RANGE_NAMES.includes(item) && !isAddressOrCidr(item),
+    );
+    if (wrong !== undefined) {
+      context.addIssue({ code: 'custom', input: wrong });
+      return z.NEVER;
+    }
+    return items;
+  }),
+  must: 'false, true, a hop count up to 255, or a comma-separated list of addresses and CIDRs (or loopback, linklocal, uniquelocal)',
+};
+
+export const LOG_LEVELS = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+] as const;
+
+/** The default database: a file beside the working directory (docs/decisions.md, "Storage"). */
+export const DEFAULT_DATABASE_URL = 'sqlite:data/plant-store.sqlite';
+
+const databaseUrl: Kind<string> = {
+  schema: z.string().regex(/^(sqlite:.+|postgres(ql)?:\/\/.*)$/),
+  must: 'sqlite:<path>, sqlite::memory: or postgres://user:password@host:port/database',
+  secret: true,
+};
+
+const MiB = 1024 ** 2;
+
+/**
+ * Every variable the service and its CLI read, once: its form, its default and its meaning.
+ * `.env.example` is written from this (a test keeps it so), and README's table follows it.
+ */
+export const ENVIRONMENT_SCHEMA = z.object({
+  PORT: variable(integer(0, 65535), '3000', 'TCP port to listen on'),
+  HOST: variable(
+    text,
+    '0.0.0.0',
+    'Address to listen on (0.0.0.0 for every interface)',
+  ),
+  PUBLIC_BASE_URL: variable(
+    httpUrl,
+    undefined,
+    "URL clients reach the service at, named in the OpenAPI document and Link headers; unset, each request's own address",
+  ),
+  TRUST_PROXY: variable(
+    trustProxy,
+    'false',
+    'Proxies whose X-Forwarded-* headers are believed: false, true, a hop count, or addresses and CIDRs',
+  ),
+  LOG_LEVEL: variable(
+    choice(LOG_LEVELS),
+    'info',
+    'Least severe log level written',
+  ),
+  BODY_LIMIT: variable(
+    byteSize(64 * MiB),
+    '16kb',
+    'Largest request body accepted',
+  ),
+  PAGE_MAX_BYTES: variable(
+    byteSize(64 * MiB),
+    '1mb',
+    'A list page stops filling before its JSON passes this, and links to the rest',
+  ),
+  CORS_ORIGINS: variable(
+    origins,
+    undefined,
+    'Origins allowed to call the API from a browser, comma-separated; empty turns CORS off',
+  ),
+  REQUEST_TIMEOUT: variable(
+    duration(),
+    '30s',
+    'The whole request, headers and body, must arrive within this',
+  ),
+  HEADERS_TIMEOUT: variable(
+    duration(),
+    '10s',
+    "A request's headers must arrive within this",
+  ),
+  KEEP_ALIVE_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'An idle kept-alive connection is closed after this',
+  ),
+  MAX_CONNECTIONS_PER_ADDRESS: variable(
+    integer(0, 1_000_000),
+    '256',
+    'Connections one client address may hold open at once; 0 for no cap',
+  ),
+  SHUTDOWN_GRACE_PERIOD: variable(
+    duration(),
+    '10s',
+    'On SIGTERM, in-flight requests get this long to finish before they are cut',
+  ),
+  SHUTDOWN_DELAY: variable(
+    duration({ zero: true }),
+    '0s',
+    'On SIGTERM, keep serving this long (readiness already 503) before closing the listener',
+  ),
+  REDIS_URL: variable(
+    redisUrl,
+    undefined,
+    'Redis for rate-limit counters shared by instances; unset, each instance counts in memory',
+  ),
+  REDIS_KEY_PREFIX: variable(
+    text,
+    'plant-store:',
+    'Before every Redis key, so services sharing one Redis never meet',
+  ),
+  REDIS_TIMEOUT: variable(
+    duration(),
+    '500ms',
+    'A Redis command slower than this fails, and the limits are not applied',
+  ),
+  RATE_LIMIT_WINDOW: variable(
+    duration(),
+    '1m',
+    'The window the rate limits count over',
+  ),
+  RATE_LIMIT_PER_TOKEN: variable(
+    integer(1, 1e9),
+    '6000',
+    'Requests per window for each bearer token',
+  ),
+  RATE_LIMIT_PER_ADDRESS: variable(
+    integer(1, 1e9),
+    '600',
+    'Requests per window for each client address without a proven token',
+  ),
+  RATE_LIMIT_BAD_TOKENS: variable(
+    integer(1, 1e9),
+    '20',
+    'Rejected tokens per window from one address before it is blocked',
+  ),
+  RATE_LIMIT_BAD_TOKEN_BLOCK: variable(
+    duration(),
+    '15m',
+    'How long an address that tried too many bad tokens is blocked',
+  ),
+  DATABASE_URL: variable(
+    databaseUrl,
+    DEFAULT_DATABASE_URL,
+    'sqlite:<path> (relative to the working directory), sqlite::memory: or postgres://user:password@host:port/database',
+  ),
+  DB_SYNCHRONOUS: variable(
+    choice(['normal', 'full']),
+    'normal',
+    'SQLite: normal survives a crash of the process, full also a power loss',
+  ),
+  DB_POOL_SIZE: variable(
+    integer(1, 1000),
+    '10',
+    'PostgreSQL: connections in the pool',
+  ),
+  DB_STATEMENT_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'PostgreSQL: the server cancels a statement that runs longer',
+  ),
+  DB_CONNECT_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'PostgreSQL: a connection, or a wait for a pooled one, that takes longer fails',
+  ),
+  WEBHOOKS_ALLOW_PRIVATE_NETWORKS: variable(
+    boolean,
+    'false',
+    'Deliver webhooks to loopback, private, link-local and metadata addresses too (tests, labs)',
+  ),
+  WEBHOOKS_TIMEOUT: variable(
+    duration(),
+    '10s',
+    'A webhook receiver must answer within this',
+  ),
+  WEBHOOKS_RETRY_BASE: variable(
+    duration(),
+    '5s',
+    'The first retry of a failed delivery waits about this long, doubling after',
+  ),
+  WEBHOOKS_RETRY_MAX_DELAY: variable(
+    duration(),
+    '1h',
+    'The longest wait between two attempts',
+  ),
+  WEBHOOKS_RETRY_WINDOW: variable(
+    duration(),
+    '24h',
+    'A delivery still failing this long after its event is marked failed',
+  ),
+  WEBHOOKS_POLL_INTERVAL: variable(
+    duration(),
+    '500ms',
+    'How often an idle dispatcher looks for due deliveries',
+  ),
+  WEBHOOKS_MAX_IN_FLIGHT: variable(
+    integer(1, 10_000),
+    '64',
+    'Delivery attempts one instance runs at once',
+  ),
+  WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: variable(
+    integer(1, 10_000),
+    undefined,
+    'Of those, for one subscription; unset, a quarter of WEBHOOKS_MAX_IN_FLIGHT',
+  ),
+});
+
+export type Environment = z.output<typeof ENVIRONMENT_SCHEMA>;
+
+type RawEnvironment = Record<string, string | undefined>;
+
+/** Where a variable's value came from, when not the process environment (`.env`). */
+const SOURCES = new WeakMap<object, Map<string, string>>();
+
+function metaOf(name: string): VariableMeta {
+  const shape = ENVIRONMENT_SCHEMA.shape as Record<string, z.ZodType>;
+  return shape[name].meta() as unknown as VariableMeta;
+}
+
+/** The variable's error as one line: what it must be, what it was, and where it was set. */
+function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
+  const name = String(issue.path[0]);
+  const { must, secret } = metaOf(name);
+  // the wrong item of a list, or the whole value
+  const got = typeof issue.input === 'string' ? issue.input : (env[name] ?? '');
+  const shown = secret ? got.replace(/\/\/[^@/]*@/, '//***@') : got;
+  const source = SOURCES.get(env)?.get(name);
+  return `${name} must be ${must}, got ${JSON.stringify(shown)}${source ? ` (set in ${source})` : ''}`;
+}
+
+/** Every variable checked and read; a ConfigError naming the first one that is wrong. */
+export function parseEnvironment(env: RawEnvironment): Environment {
+  const result = ENVIRONMENT_SCHEMA.safeParse(env, { reportInput: true });
+  if (!result.success) {
+    throw new ConfigError(describeIssue(result.error.issues[0], env));
+  }
+  return result.data;
+}
+
+/**
+ * `.env` in the working directory, under the process environment: a variable set in both
+ * keeps the environment's value. Returns the environment to read, the same object, with where
+ * each value from the file came from remembered for its error message.
+ */
+export function loadEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  file = resolve('.env'),
+): Environment {
+  if (existsSync(file)) {
+    const fromFile = parseEnv(readFileSync(file, 'utf8'));
+    const sources = SOURCES.get(env) ?? new Map<string, string>();
+    for (const [name, value] of Object.entries(fromFile)) {
+      if (env[name] !== undefined) continue;
+      env[name] = value;
+      sources.set(name, file);
+    }
+    SOURCES.set(env, sources);
+  }
+  return parseEnvironment(env);
+}
+
+/** `.env.example`: every variable, commented out at its default, under its meaning. */
+export function renderEnvExample(): string {
+  const sections = Object.keys(ENVIRONMENT_SCHEMA.shape).map((name) => {
+    const { fallback, description } = metaOf(name);
+    return `# ${description}\n# ${name}=${fallback ?? ''}\n`;
+  });
+  return [
+    '# The plant store reads .env from its working directory; the environment wins over it.',
+    '# Every variable, at its default. Generated from src/config/environment.ts.',
+    '',
+    sections.join('\n'),
+  ].join('\n');
 }

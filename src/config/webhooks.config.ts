@@ -1,5 +1,5 @@
 import { registerAs } from '@nestjs/config';
-import { readBoolean, readDuration, readInteger } from './read-env';
+import { ConfigError, parseEnvironment } from './environment';
 
 export interface WebhooksConfig {
   /** Deliver to loopback, private, link-local and metadata addresses too (tests, labs). */
@@ -17,26 +17,25 @@ export interface WebhooksConfig {
 }
 
 export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
-  const maxInFlight = readInteger(env, 'WEBHOOKS_MAX_IN_FLIGHT', 64, 1, 10_000);
+  const read = parseEnvironment(env);
+  const maxInFlight = read.WEBHOOKS_MAX_IN_FLIGHT;
+  const perSubscription =
+    read.WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION ??
+    Math.max(1, Math.floor(maxInFlight / 4));
+  if (perSubscription > maxInFlight) {
+    throw new ConfigError(
+      `WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION must be at most WEBHOOKS_MAX_IN_FLIGHT (${maxInFlight}), got ${perSubscription}`,
+    );
+  }
   return {
-    allowPrivateNetworks: readBoolean(
-      env,
-      'WEBHOOKS_ALLOW_PRIVATE_NETWORKS',
-      false,
-    ),
-    timeoutMs: readDuration(env, 'WEBHOOKS_TIMEOUT', 10_000),
-    retryBaseMs: readDuration(env, 'WEBHOOKS_RETRY_BASE', 5_000),
-    retryMaxDelayMs: readDuration(env, 'WEBHOOKS_RETRY_MAX_DELAY', 3_600_000),
-    retryWindowMs: readDuration(env, 'WEBHOOKS_RETRY_WINDOW', 86_400_000),
-    pollIntervalMs: readDuration(env, 'WEBHOOKS_POLL_INTERVAL', 500),
+    allowPrivateNetworks: read.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+    timeoutMs: read.WEBHOOKS_TIMEOUT,
+    retryBaseMs: read.WEBHOOKS_RETRY_BASE,
+    retryMaxDelayMs: read.WEBHOOKS_RETRY_MAX_DELAY,
+    retryWindowMs: read.WEBHOOKS_RETRY_WINDOW,
+    pollIntervalMs: read.WEBHOOKS_POLL_INTERVAL,
     maxInFlight,
-    maxInFlightPerSubscription: readInteger(
-      env,
-      'WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION',
-      Math.max(1, Math.floor(maxInFlight / 4)),
-      1,
-      maxInFlight,
-    ),
+    maxInFlightPerSubscription: perSubscription,
   };
 }
 

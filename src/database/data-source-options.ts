@@ -1,12 +1,15 @@
 import {
+  accessSync,
   chmodSync,
+  constants,
   closeSync,
   existsSync,
   mkdirSync,
   openSync,
   statSync,
 } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { StartupError } from '../common/errors/startup-error';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
 import type {
@@ -85,18 +88,28 @@ export function createDataSourceOptions(
  */
 export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
   if (config.engine !== 'sqlite' || config.sqlitePath === ':memory:') return [];
-  const folder = dirname(config.sqlitePath);
+  try {
+    return ensureWritableFile(config.sqlitePath);
+  } catch (error) {
+    const path = resolve(config.sqlitePath);
+    throw new StartupError(
+      `cannot open the SQLite database ${path} for writing (${(error as Error).message}): make ${dirname(path)} a folder this user can write, or set DATABASE_URL=sqlite:<path> to another place`,
+      { cause: error },
+    );
+  }
+}
+
+function ensureWritableFile(path: string): string[] {
+  const folder = dirname(path);
   const notes: string[] = [];
   if (existsSync(folder)) notes.push(...tightened(folder, 0o700));
   mkdirSync(folder, { recursive: true, mode: 0o700 });
-  for (const file of [
-    config.sqlitePath,
-    `${config.sqlitePath}-wal`,
-    `${config.sqlitePath}-shm`,
-  ]) {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     if (existsSync(file)) notes.push(...tightened(file, 0o600));
   }
-  closeSync(openSync(config.sqlitePath, 'a', 0o600));
+  closeSync(openSync(path, 'a', 0o600));
+  // SQLite writes its -wal and -shm files beside the database
+  accessSync(folder, constants.W_OK);
   return notes;
 }
 

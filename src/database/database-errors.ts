@@ -4,6 +4,7 @@ import {
   QueryFailedError,
   TypeORMError,
 } from 'typeorm';
+import { StartupError } from '../common/errors/startup-error';
 
 /** TypeORM wraps the driver's own error; the driver's code and message are what tell. */
 function driverErrorOf(error: unknown): unknown {
@@ -146,5 +147,47 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return (
     (cause as Error | undefined)?.message ===
     'The database connection is not open'
+  );
+}
+
+/** Connection failures the operator fixes in DATABASE_URL or on the server, by their code. */
+const CONNECT_FAILURES: Record<
+  string,
+  (where: { server: string; database: string; user: string }) => string
+> = {
+  // SQLSTATE invalid_catalog_name
+  '3D000': ({ server, database, user }) =>
+    `PostgreSQL at ${server} has no database "${database}": create it (createdb -h ${server.replace(/:(\d+)$/, ' -p $1')} -U ${user} ${database}), or name another in DATABASE_URL`,
+  // invalid_password, invalid_authorization_specification (no such role, pg_hba.conf)
+  '28P01': ({ server, user }) =>
+    `PostgreSQL at ${server} refused the password of user "${user}": check the user and password in DATABASE_URL`,
+  '28000': ({ server, user }) =>
+    `PostgreSQL at ${server} refused user "${user}": check the user in DATABASE_URL, and that pg_hba.conf lets it in from here`,
+  ECONNREFUSED: ({ server }) =>
+    `nothing answers at ${server}, where DATABASE_URL says PostgreSQL is: start it, or fix the host and port`,
+  ENOTFOUND: ({ server }) =>
+    `the host of DATABASE_URL (${server}) does not resolve: fix the host name`,
+};
+
+/**
+ * A failure to connect to PostgreSQL at start, as one line naming the server, database and
+ * user (never the password) and what to fix; undefined for any other failure.
+ */
+export function explainConnectFailure(
+  error: unknown,
+  url: string,
+): StartupError | undefined {
+  const code = driverCodeOf(error);
+  const explain = code === undefined ? undefined : CONNECT_FAILURES[code];
+  if (!explain) return undefined;
+  const parsed = new URL(url);
+  return new StartupError(
+    explain({
+      server: `${parsed.hostname}:${parsed.port || '5432'}`,
+      database: decodeURIComponent(parsed.pathname.slice(1)),
+      // pg's own default when the URL names no user
+      user: decodeURIComponent(parsed.username) || (process.env.USER ?? ''),
+    }),
+    { cause: error },
   );
 }

@@ -4,6 +4,7 @@ import {
   type Migration,
   type QueryRunner,
 } from 'typeorm';
+import { explainConnectFailure } from './database-errors';
 
 /**
  * The key of the session-level advisory lock that migrations run under on PostgreSQL: any
@@ -35,6 +36,17 @@ const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
  * `npm run migration:generate` compares the migrated schema with what the service reads.
  */
 export class PortableDataSource extends DataSource {
+  /** A server that refuses us at start is reported in one line saying what to fix. */
+  override async initialize(): Promise<this> {
+    try {
+      return await super.initialize();
+    } catch (error) {
+      const url =
+        this.options.type === 'postgres' ? this.options.url : undefined;
+      throw (url && explainConnectFailure(error, url)) || error;
+    }
+  }
+
   /**
    * On PostgreSQL, migrations run under an advisory lock: instances started together on an
    * empty or outdated database take turns, the first applies each migration and the others

@@ -7,12 +7,14 @@ import {
   SwaggerModule,
   type OpenAPIObject,
 } from '@nestjs/swagger';
+import type { ServerObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { SCOPE_DEFINITIONS } from '../auth/scopes';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import type { AppConfig } from '../config/app.config';
 import {
   configuredBaseUrl,
   publicBaseUrlOf,
+  requestBaseUrl,
 } from '../common/http/public-base-url';
 import { EVENTS } from '../events/events';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
@@ -314,8 +316,33 @@ export function serveOpenApi(
     raw: false,
     customSiteTitle: 'OpenAPI Plant Store',
     patchDocumentOnRequest: <TRequest>(request: TRequest) =>
-      withServerUrl(forSwaggerUi, publicBaseUrlOf(request as Request, config)),
+      forThePageAt(forSwaggerUi, request as Request, config),
   });
+}
+
+/**
+ * "Try it out" calls the address the page was opened on first (localhost, 127.0.0.1, a LAN
+ * name, a proxy's), which the page may always reach; PUBLIC_BASE_URL, when it is another, is
+ * offered second, and the CSP lets the page call it (securityHeaders).
+ */
+function forThePageAt(
+  document: OpenAPIObject,
+  request: Request,
+  config: AppConfig,
+): OpenAPIObject {
+  const pageUrl = requestBaseUrl(request, config);
+  const [server] = document.servers ?? [];
+  const servers: ServerObject[] = [
+    {
+      ...server,
+      url: pageUrl,
+      description: 'The address this page was opened on',
+    },
+  ];
+  if (config.publicBaseUrl !== undefined && config.publicBaseUrl !== pageUrl) {
+    servers.push({ ...server, url: config.publicBaseUrl });
+  }
+  return { ...document, servers };
 }
 
 function withServerUrl(document: OpenAPIObject, url: string): OpenAPIObject {

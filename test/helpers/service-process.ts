@@ -84,8 +84,10 @@ export interface CliResult {
 export function runCliProcess(
   args: string[],
   env: Record<string, string>,
+  cwd = ROOT,
 ): CliResult {
   const result = spawnSync(process.execPath, [CLI, ...args], {
+    cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     encoding: 'utf8',
     timeout: 30_000,

@@ -8,7 +8,7 @@ type BaseUrlConfig = Pick<AppConfig, 'publicBaseUrl' | 'port'>;
 
 /** PUBLIC_BASE_URL, or, where no request says otherwise, the service on this machine's port. */
 export function configuredBaseUrl(config: BaseUrlConfig): string {
-  return config.publicBaseUrl ?? `http://localhost:${config.port}`;
+  return config.publicBaseUrl ?? localBaseUrl(config);
 }
 
 /**
@@ -21,8 +21,22 @@ export function publicBaseUrlOf(
   request: Request,
   config: BaseUrlConfig,
 ): string {
-  if (config.publicBaseUrl !== undefined) return config.publicBaseUrl;
+  return config.publicBaseUrl ?? requestBaseUrl(request, config);
+}
+
+/**
+ * The URL this request came in by, whatever PUBLIC_BASE_URL says: the page's own origin, which
+ * the docs page can always call.
+ */
+export function requestBaseUrl(
+  request: Request,
+  config: BaseUrlConfig,
+): string {
   const host = request.host;
-  if (!host || !HOST_FORMAT.test(host)) return configuredBaseUrl(config);
+  if (!host || !HOST_FORMAT.test(host)) return localBaseUrl(config);
   return `${request.protocol === 'https' ? 'https' : 'http'}://${host}`;
+}
+
+function localBaseUrl(config: BaseUrlConfig): string {
+  return `http://localhost:${config.port}`;
 }

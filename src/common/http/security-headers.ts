@@ -1,14 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet from 'helmet';
 
-/** helmet, as on every answer of the service. */
-export function securityHeaders() {
+/**
+ * helmet, as on every answer of the service. The docs page may call the service at the address
+ * it was opened on and at PUBLIC_BASE_URL, the server its document names ("Try it out").
+ */
+export function securityHeaders(publicBaseUrl?: string) {
   return helmet({
     // the service speaks plain HTTP (docs/decisions.md, "Base URL and versioning"); TLS,
     // and HSTS with it, belong to a proxy
     strictTransportSecurity: false,
     contentSecurityPolicy: {
-      directives: { 'upgrade-insecure-requests': null },
+      directives: {
+        'upgrade-insecure-requests': null,
+        'connect-src': [
+          "'self'",
+          ...(publicBaseUrl ? [new URL(publicBaseUrl).origin] : []),
+        ],
+      },
     },
   });
 }

@@ -38,11 +38,19 @@ export interface RequestWithId extends Request {
  * reach them (docs/decisions.md, "Authentication").
  */
 export function createRootLogger(config: AppConfig): Pino {
-  // buffered: one write(2) per 4 KiB of lines, not one per request
-  const destination = pino.destination({ sync: false, minLength: 4096 });
+  // buffered: one write(2) per 4 KiB of lines, not one per request, but never held longer
+  // than LOG_FLUSH_INTERVAL_MS, so that a quiet service's lines still show up at once
+  const destination = pino.destination({
+    sync: false,
+    minLength: 4096,
+    periodicFlush: LOG_FLUSH_INTERVAL_MS,
+  });
   bufferedDestinations.add(destination);
   return pino({ level: config.logLevel }, destination);
 }
+
+/** The longest a log line waits in the buffer. */
+export const LOG_FLUSH_INTERVAL_MS = 250;
 
 /** Written out before a boot failure's last line, so that it comes last. */
 const bufferedDestinations = new Set<ReturnType<typeof pino.destination>>();
@@ -100,6 +108,20 @@ export function createRequestLogger(logger: Pino) {
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
+/**
+ * Nest's boot chatter (a line per module and route) is debug: at info the service says one
+ * line when it is up (main.ts). Their errors at boot are reported by the boot failure line,
+ * which names what to fix, so they go to debug too rather than print it twice.
+ */
+const NEST_BOOT_CONTEXTS = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestApplication',
+  'ExceptionHandler',
+]);
+
 /** A stack trace, as Nest passes one after the message of `error()`. */
 const STACK_FORMAT = /\n\s+at /;
 
@@ -136,12 +158,16 @@ export class PinoNestLogger implements LoggerService {
     this.write('fatal', message, params);
   }
 
-  private write(level: Level, message: unknown, params: unknown[]) {
-    if (!this.logger.isLevelEnabled(level)) return;
+  private write(given: Level, message: unknown, params: unknown[]) {
     const strings = params.filter(
       (param): param is string => typeof param === 'string',
     );
     const context = strings.length > 0 ? strings.pop() : undefined;
+    const level =
+      context !== undefined && NEST_BOOT_CONTEXTS.has(context)
+        ? 'debug'
+        : given;
+    if (!this.logger.isLevelEnabled(level)) return;
     const stack = strings.find((text) => STACK_FORMAT.test(text));
     const words = strings.find((text) => !STACK_FORMAT.test(text));
     if (message instanceof Error) {
