@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: compiles TypeScript and better-sqlite3, then drops the dev dependencies.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -11,7 +11,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: production dependencies and the build only, as the unprivileged node user.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production DATABASE_URL=sqlite:/data/plant-store.sqlite
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules

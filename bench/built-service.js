@@ -4,7 +4,7 @@
 // heavy-pages.js).
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -31,7 +31,7 @@ function freePort() {
 /**
  * Starts the service with `env` on top of its defaults and resolves once `/health/live`
  * answers: its base URL, a token with the default scopes, its process, and `stop`, which ends
- * it and removes its folder. `prepare` runs after the CLI has created the database and before
+ * it and removes its folder. `prepare` runs after the CLI has migrated the database and before
  * the service starts, with the database's path and the environment.
  * @param {string} name
  * @param {Record<string, string>} env
@@ -45,9 +45,12 @@ async function startBuiltService(name, env, { root = ROOT, prepare } = {}) {
     DATABASE_URL: `sqlite:${join(folder, `${name}.sqlite`)}`,
     ...env,
   };
+  // an empty file, which the CLI migrates: it creates no database of its own
+  writeFileSync(join(folder, `${name}.sqlite`), '', { flag: 'a' });
   const token = execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
     env: serviceEnv,
     encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
   })
     .trimEnd()
     .split('\n')

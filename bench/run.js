@@ -112,12 +112,15 @@ function freePort() {
  * `root`) and a token.
  */
 function prepareDatabase(file, preload, root = ROOT) {
+  // an empty file, which the CLI migrates: it creates no database of its own
+  writeFileSync(file, '', { flag: 'a' });
   const created = execFileSync(
     process.execPath,
     [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
     {
       env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
       encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
     },
   );
   const token = created.trimEnd().split('\n').pop();

@@ -242,7 +242,7 @@ export const LOG_LEVELS = [
   'silent',
 ] as const;
 
-/** The default database: a file beside the working directory (docs/decisions.md, "Storage"). */
+/** The default database: a file under the working directory (the CLI names it as an absolute path). */
 export const DEFAULT_DATABASE_URL = 'sqlite:data/plant-store.sqlite';
 
 const databaseUrl: Kind<string> = {
