@@ -68,6 +68,19 @@ describe('Dockerfile', () => {
   it('checks health on /health/ready', () => {
     expect(text).toMatch(/^HEALTHCHECK [\s\S]*\/health\/ready/m);
   });
+
+  it('builds and runs on Node 24, the LTS line package.json names', () => {
+    expect(text.match(/^FROM \S+/gm)).toEqual([
+      'FROM node:24-bookworm-slim',
+      'FROM node:24-bookworm-slim',
+    ]);
+    const { engines } = JSON.parse(
+      readFileSync(join(ROOT, 'package.json'), 'utf8'),
+    ) as { engines: { node: string } };
+    expect(engines.node.split(' || ')).toEqual(
+      expect.arrayContaining(['^20.19', '>=24']),
+    );
+  });
 });
 
 describe("README's Kubernetes example", () => {

@@ -399,4 +399,15 @@ describe('.env', () => {
     );
     expect(parseEnvironment(defaults)).toEqual(parseEnvironment({}));
   });
+
+  it("README's configuration table has a row for every variable", () => {
+    const readme = readFileSync(
+      join(__dirname, '..', '..', 'README.md'),
+      'utf8',
+    );
+    const rows = [...readme.matchAll(/^\| `([A-Z_]+)` /gm)].map(
+      (match) => match[1],
+    );
+    expect(rows.sort()).toEqual(Object.keys(ENVIRONMENT_SCHEMA.shape).sort());
+  });
 });
