@@ -1,6 +1,8 @@
 # syntax=docker/dockerfile:1
+# Node 22 (LTS, supported to April 2027), not 24: better-sqlite3 12, the last line that builds on
+# Node 20, aborts on Node 24.19+ (docs/decisions.md, "Node.js versions").
 # Build stage: compiles TypeScript and better-sqlite3, then drops the dev dependencies.
-FROM node:24-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -11,7 +13,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: production dependencies and the build only, as the unprivileged node user.
-FROM node:24-bookworm-slim
+FROM node:22-bookworm-slim
 ENV NODE_ENV=production DATABASE_URL=sqlite:/data/plant-store.sqlite
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
