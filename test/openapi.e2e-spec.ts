@@ -219,6 +219,161 @@ describe('the OpenAPI document', () => {
       expect(status).toBe(0);
     });
 
+    describe('teaches', () => {
+      type Schema = {
+        $ref?: string;
+        type?: string | string[];
+        properties?: Record<string, Schema>;
+        items?: Schema;
+        allOf?: Schema[];
+        example?: unknown;
+        description?: string;
+      };
+      const schemas = () =>
+        (generated.components as { schemas: Record<string, Schema> }).schemas;
+      const resolve = (schema: Schema): Schema =>
+        schema.$ref
+          ? resolve(schemas()[schema.$ref.replace('#/components/schemas/', '')])
+          : schema;
+      /** An example of its own, or one for every property (Swagger UI builds it from those). */
+      const hasExample = (given: Schema): boolean => {
+        const schema = resolve(given);
+        if (schema.example !== undefined) return true;
+        if (schema.items) return hasExample(schema.items);
+        if (schema.allOf) return schema.allOf.every(hasExample);
+        const properties = Object.values(schema.properties ?? {});
+        return (
+          properties.length > 0 &&
+          properties.every((property) => hasExample(property))
+        );
+      };
+      const operations = () =>
+        Object.entries(generated.paths as Record<string, Doc>).flatMap(
+          ([path, item]) =>
+            Object.entries(item).map(
+              ([method, operation]) =>
+                [`${method.toUpperCase()} ${path}`, operation as Doc] as const,
+            ),
+        );
+
+      it('describes every field of every schema, and every parameter', () => {
+        const undescribed = [
+          ...Object.entries(schemas()).flatMap(([name, schema]) =>
+            Object.entries(schema.properties ?? {})
+              .filter(([, property]) => !resolve(property).description)
+              .map(([field]) => `${name}.${field}`),
+          ),
+          ...operations().flatMap(([name, operation]) =>
+            ((operation.parameters ?? []) as Doc[])
+              .filter((parameter) => !parameter.description)
+              .map((parameter) => `${name} ${String(parameter.name)}`),
+          ),
+        ];
+        expect(undescribed).toEqual([]);
+      });
+
+      it('gives a realistic example for every schema, request body and answer', () => {
+        const missing = [
+          ...Object.entries(schemas())
+            .filter(([, schema]) => !hasExample(schema))
+            .map(([name]) => name),
+          ...operations().flatMap(([name, operation]) => {
+            const bodies = [
+              ['request', operation.requestBody as Doc | undefined],
+              ...Object.entries(operation.responses as Record<string, Doc>),
+            ] as const;
+            return bodies
+              .map(([status, body]): [string, Doc | undefined] => [
+                status,
+                (body?.content as Record<string, Doc> | undefined)?.[
+                  'application/json'
+                ],
+              ])
+              .filter(
+                ([, content]) =>
+                  content !== undefined &&
+                  !content.examples &&
+                  !hasExample(content.schema as Schema),
+              )
+              .map(([status]) => `${name} ${status}`);
+          }),
+        ];
+        expect(missing).toEqual([]);
+        expect(schemas().Plant.properties?.name.example).toBe(
+          'Monstera deliciosa',
+        );
+      });
+
+      it('shows each kind of Error an operation answers, with its status', () => {
+        const wrong: string[] = [];
+        for (const [name, operation] of operations()) {
+          for (const [status, response] of Object.entries(
+            operation.responses as Record<string, Doc>,
+          )) {
+            const content = (
+              response.content as Record<string, Doc> | undefined
+            )?.['application/json'];
+            if (
+              (content?.schema as Schema | undefined)?.$ref !==
+              '#/components/schemas/Error'
+            ) {
+              continue;
+            }
+            const examples = Object.values(
+              (content!.examples ?? {}) as Record<
+                string,
+                { summary?: string; value: { error: number; message: string } }
+              >,
+            );
+            if (
+              examples.length === 0 ||
+              !examples.every(
+                (example) =>
+                  example.summary &&
+                  example.value.error === Number(status) &&
+                  example.value.message.length > 0,
+              )
+            ) {
+              wrong.push(`${name} ${status}`);
+            }
+          }
+        }
+        expect(wrong).toEqual([]);
+        const addPlant = (generated.paths as Record<string, Doc>)['/plants']
+          .post as Doc;
+        const badRequest = (addPlant.responses as Record<string, Doc>)['400'];
+        expect(badRequest.description).toMatch(/^unexpected error: /);
+        expect(
+          Object.values(
+            (badRequest.content as Record<string, Doc>)['application/json']
+              .examples as Record<string, { value: { message: string } }>,
+          ).map((example) => example.value.message),
+        ).toEqual(
+          expect.arrayContaining([
+            'a plant with id 10042 already exists',
+            'name is required',
+          ]),
+        );
+      });
+
+      it('introduces tokens, ids, answers, lists and webhooks in its description', () => {
+        const description = String((generated.info as Doc).description);
+        expect(description).toMatch(
+          /^A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification\n/,
+        );
+        for (const heading of [
+          'Getting started',
+          'Ids',
+          'Answers',
+          'Lists',
+          'Webhooks',
+        ]) {
+          expect(description).toContain(`\n## ${heading}\n`);
+        }
+        expect(description).toContain('npm run --silent tokens -- create');
+      });
+    });
+
     it('declares the health probes public with security: []', () => {
       const paths = generated.paths as Record<string, Record<string, Doc>>;
       expect(paths['/health/live'].get.security).toEqual([]);

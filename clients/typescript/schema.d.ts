@@ -172,31 +172,49 @@ export interface components {
             /**
              * Format: int32
              * @description Numeric error value: the HTTP status code of the response
+             * @example 400
              */
             error: number;
-            /** @description Error message text: one sentence naming what is wrong and where */
+            /**
+             * @description Error message text: one sentence naming what is wrong and where
+             * @example name is required
+             */
             message: string;
         };
         NewPlant: {
             /**
              * Format: int64
              * @description Identification number of the plant
+             * @example 10042
              */
             id: bigint;
-            /** @description The name of the plant */
+            /**
+             * @description The name of the plant
+             * @example Monstera deliciosa
+             */
             name: string;
-            /** @description Tag that specifies the type of plant */
+            /**
+             * @description Tag that specifies the type of plant
+             * @example tropical
+             */
             tag?: string;
         };
         Plant: {
             /**
              * Format: int64
              * @description Identification number of the plant
+             * @example 10042
              */
             id?: bigint;
-            /** @description The name of the plant */
+            /**
+             * @description The name of the plant
+             * @example Monstera deliciosa
+             */
             name: string;
-            /** @description Tag that specifies the type of plant */
+            /**
+             * @description Tag that specifies the type of plant
+             * @example tropical
+             */
             tag?: string;
         };
         HealthStatus: {
@@ -219,43 +237,56 @@ export interface components {
             };
         };
         WebhookDelivery: {
-            /** @description The delivery's `webhook-id`, the same on every attempt */
+            /**
+             * @description The delivery's `webhook-id`, the same on every attempt
+             * @example msg_5e3b0c9f1a7d4e2b8c6f0a1d3e5b7c9f
+             */
             id: string;
             /**
              * @description The type of the event delivered
+             * @example plant.added
              * @enum {string}
              */
             eventType: "plant.added" | "plant.deleted";
             /**
              * @description pending until a 2xx answer (delivered), the end of the retry window (failed) or the subscription's removal (cancelled)
+             * @example pending
              * @enum {string}
              */
             status: "pending" | "delivered" | "failed" | "cancelled";
             /**
              * Format: int32
              * @description How many attempts were made
+             * @example 2
              */
             attempts: number;
             /**
              * Format: int32
              * @description The HTTP status of the last answer
+             * @example 503
              */
             lastStatusCode?: number;
             /**
              * Format: date-time
              * @description When the event happened
+             * @example 2026-11-26T09:30:00.000Z
              */
             createdAt: string;
             /**
              * Format: date-time
              * @description When the last attempt was made
+             * @example 2026-11-26T09:30:05.000Z
              */
             lastAttemptAt?: string;
-            /** @description Why the last attempt failed */
+            /**
+             * @description Why the last attempt failed
+             * @example the receiver answered 503
+             */
             lastError?: string;
             /**
              * Format: date-time
              * @description When the next attempt is due, while the delivery is pending
+             * @example 2026-11-26T09:30:15.000Z
              */
             nextAttemptAt?: string;
         };
@@ -279,23 +310,32 @@ export interface components {
             /**
              * Format: uuid
              * @description The subscription's id, made by the service
+             * @example 3f2c8a4e-5b1d-4c7e-9a0f-6d2e8b1c4a57
              */
             id: string;
             /**
              * Format: uri
              * @description Where each event is POSTed
+             * @example https://example.com/hooks/plants
              */
             url: string;
-            /** @description The event types it receives; absent when it receives every type, those added later included */
+            /**
+             * @description The event types it receives; absent when it receives every type, those added later included
+             * @example [
+             *       "plant.added"
+             *     ]
+             */
             events?: ("plant.added" | "plant.deleted")[];
             /**
              * @description The Standard Webhooks signing secret (`whsec_...`) to verify deliveries with; it is not
              *     shown again
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7X9xZ+3y2pk=
              */
             secret: string;
             /**
              * Format: date-time
              * @description When it was created
+             * @example 2026-11-26T09:30:00.000Z
              */
             createdAt: string;
         };
@@ -303,18 +343,26 @@ export interface components {
             /**
              * Format: uuid
              * @description The subscription's id, made by the service
+             * @example 3f2c8a4e-5b1d-4c7e-9a0f-6d2e8b1c4a57
              */
             id: string;
             /**
              * Format: uri
              * @description Where each event is POSTed
+             * @example https://example.com/hooks/plants
              */
             url: string;
-            /** @description The event types it receives; absent when it receives every type, those added later included */
+            /**
+             * @description The event types it receives; absent when it receives every type, those added later included
+             * @example [
+             *       "plant.added"
+             *     ]
+             */
             events?: ("plant.added" | "plant.deleted")[];
             /**
              * Format: date-time
              * @description When it was created
+             * @example 2026-11-26T09:30:00.000Z
              */
             createdAt: string;
         };
@@ -369,7 +417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"][];
                 };
             };
-            /** @description unexpected error */
+            /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -422,7 +470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -432,7 +480,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -471,7 +519,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description unexpected error */
+            /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -524,7 +572,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -534,7 +582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -571,7 +619,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description unexpected error */
+            /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -637,7 +685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -647,7 +695,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -682,7 +730,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description unexpected error */
+            /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -748,7 +796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -758,7 +806,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -789,7 +837,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -799,7 +847,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -830,7 +878,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -914,7 +962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -924,7 +972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1015,7 +1063,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1025,7 +1073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1128,7 +1176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1138,7 +1186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1239,7 +1287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1249,7 +1297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1355,7 +1403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A fault of the service itself */
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1365,7 +1413,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable */
+            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
             503: {
                 headers: {
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];

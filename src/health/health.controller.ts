@@ -13,6 +13,7 @@ import {
 import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import { errorExamples } from '../common/errors/error-examples';
 import { ShutdownGate } from '../common/http/shutdown-gate';
 import { DatabaseAvailability } from '../database/database-availability';
 import { HealthStatusDto } from './dto/health-status.dto';
@@ -45,6 +46,10 @@ export class HealthController {
   @ApiServiceUnavailableResponse({
     description: 'The database is unreachable, or the service is shutting down',
     type: ErrorBody,
+    examples: errorExamples(503, {
+      'Database unreachable': 'the database is unreachable',
+      'Shutting down': 'the service is shutting down',
+    }),
   })
   async ready(): Promise<HealthStatusDto> {
     if (this.shutdown.isDraining) {

@@ -10,6 +10,7 @@ import {
 import type { ServerObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { SCOPE_DEFINITIONS } from '../auth/scopes';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import { errorExamples } from '../common/errors/error-examples';
 import type { AppConfig } from '../config/app.config';
 import {
   configuredBaseUrl,
@@ -37,16 +38,30 @@ const SERVICE_ERROR_RESPONSES = [
     description:
       'Rate limit hit (per token, or per client address without one); retry after Retry-After seconds',
     type: ErrorBody,
+    examples: errorExamples(429, {
+      'Too many requests': 'too many requests; retry after 17 s',
+      'Blocked for guessing tokens':
+        'too many rejected tokens from this address; retry after 840 s',
+      'Too many connections':
+        'too many connections from this address: at most 256 at a time',
+    }),
   },
   {
     status: 500,
-    description: 'A fault of the service itself',
+    description:
+      'A fault of the service itself; nothing internal is shown, and it is logged with its request id',
     type: ErrorBody,
+    examples: errorExamples(500, { 'A fault': 'internal server error' }),
   },
   {
     status: 503,
-    description: 'The database is unavailable',
+    description:
+      'The database is unavailable, or the service is shutting down; try again (Retry-After)',
     type: ErrorBody,
+    examples: errorExamples(503, {
+      'Database unavailable': 'the database is unavailable; try again later',
+      'Shutting down': 'the service is shutting down',
+    }),
   },
 ];
 
@@ -130,6 +145,58 @@ function declareHeaders(document: OpenAPIObject): void {
   }
 }
 
+/** The spec's sentence, then what a first-time reader needs before "Try it out". */
+const DESCRIPTION = `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification
+
+## Getting started
+
+1. Get a token. On the machine that runs the service, in its folder:
+   \`npm run --silent tokens -- create --name me | tail -n 1\`. It prints a \`pst_...\` token
+   once; the service keeps only its hash.
+2. Press **Authorize**, paste the token, then open an operation and press **Try it out**.
+
+A token holds scopes: ${Object.entries(SCOPE_DEFINITIONS)
+  .map(([scope, { description }]) => `\`${scope}\` (${description})`)
+  .join(
+    ', ',
+  )}. \`tokens create\` grants the two plant scopes unless \`--scopes\` says otherwise.
+
+## Ids
+
+Plant ids are chosen by the client and are exact 64-bit integers, from -9223372036854775808 to
+9223372036854775807, written as plain JSON numbers both ways. A client that reads JSON into
+doubles rounds ids beyond 2^53: read them as big integers. (This page shows larger ids as
+JavaScript rounds them; the service never does.)
+
+## Answers
+
+| status | when |
+| --- | --- |
+| 200, 201, 204 | done |
+| 400 | the request is not one the operation takes (a body larger than the service accepts included); nothing changed |
+| 401 | no token, or an unknown, revoked or expired one |
+| 403 | the token lacks the operation's scope |
+| 404 | no such plant or subscription |
+| 429 | a rate limit; retry after \`Retry-After\` seconds |
+| 500 | a fault of the service, logged with the request's \`X-Request-Id\` |
+| 503 | the database is unavailable or the service is shutting down; retry |
+
+Every failure is an Error object, \`{"error": <status>, "message": "<what is wrong and where>"}\`.
+Every limited answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`.
+
+## Lists
+
+\`GET /plants\` returns plants in ascending id order, \`limit\` at a time (100 by default), fewer
+when their JSON would pass the page size bound. When more follow, the \`Link\` header names the
+next page (\`rel="next"\`): follow it, or pass the last id you got as \`after\`.
+
+## Webhooks
+
+With a token holding \`webhooks:manage\`, \`POST /webhooks/subscriptions\` subscribes a URL to
+\`plant.added\` and \`plant.deleted\`. Each event is POSTed to it, signed the Standard Webhooks
+way with the subscription's \`whsec_\` secret, and retried with backoff until a 2xx answer.
+The events and their bodies are listed under **Webhooks** below.`;
+
 /** The service's OpenAPI 3.1 document, generated from its controllers, DTOs and events. */
 export function buildOpenApiDocument(
   app: INestApplication,
@@ -140,9 +207,7 @@ export function buildOpenApiDocument(
     new DocumentBuilder()
       .setOpenAPIVersion('3.1.0')
       .setTitle('OpenAPI Plant Store')
-      .setDescription(
-        'A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification',
-      )
+      .setDescription(DESCRIPTION)
       .setVersion('1.0.0')
       // PUBLIC_BASE_URL; the words name the environments it may be, for API inventories
       .addServer(

@@ -24,6 +24,11 @@ import {
 import type { Request, Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import {
+  errorExamples,
+  EXAMPLE_PLANT_ID,
+} from '../common/errors/error-examples';
+import { INT64_MAX, INT64_MIN } from '../common/json/int64';
 import { publicBaseUrlOf } from '../common/http/public-base-url';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
@@ -35,9 +40,32 @@ import { PlantsService } from './plants.service';
 
 const PLANT_ID = 'Identification number of the plant';
 
+/**
+ * The spec's words for the 400 of every plant operation, kept as the reference has them, and
+ * what they mean here.
+ */
+function badRequest(kinds: Record<string, string>) {
+  return ApiBadRequestResponse({
+    description:
+      'unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where',
+    type: ErrorBody,
+    examples: errorExamples(400, kinds),
+  });
+}
+
+const BAD_PATH_ID = {
+  'Id not an int64': `id in the path must be an integer between ${INT64_MIN} and ${INT64_MAX}, got "abc"`,
+};
+
+const NO_SUCH_PLANT = ApiNotFoundResponse({
+  description: 'no plant has this id',
+  type: ErrorBody,
+  examples: errorExamples(404, {
+    'No such plant': `no plant with id ${EXAMPLE_PLANT_ID} exists`,
+  }),
+});
+
 @ApiTags('plants')
-// the spec's words for the 400 of every plant operation
-@ApiBadRequestResponse({ description: 'unexpected error', type: ErrorBody })
 @Controller('plants')
 export class PlantsController {
   constructor(
@@ -50,6 +78,10 @@ export class PlantsController {
   @ApiOperation({
     operationId: 'findPlants',
     summary: 'Lists plants in ascending id order, a page at a time',
+  })
+  @badRequest({
+    'Limit out of range': `limit must be an integer between 1 and ${MAX_PAGE_SIZE}`,
+    'After not an int64': `after must be an integer between ${INT64_MIN} and ${INT64_MAX}`,
   })
   @ApiOkResponse({
     description: 'plant response',
@@ -94,6 +126,15 @@ export class PlantsController {
     operationId: 'addPlant',
     summary: 'Creates a new plant in the store',
   })
+  @badRequest({
+    'Duplicate id': `a plant with id ${EXAMPLE_PLANT_ID} already exists`,
+    'Id out of range': `id must be an integer between ${INT64_MIN} and ${INT64_MAX}`,
+    'Missing name': 'name is required',
+    'Not JSON':
+      'request body is not valid JSON: Quoted object key expected but reached end of input at position 8',
+    'Wrong Content-Type':
+      'Content-Type must be application/json, got "text/plain"',
+  })
   @ApiBody({
     description: 'Plant to add to the store',
     type: CreatePlantDto,
@@ -111,7 +152,8 @@ export class PlantsController {
     summary: 'Returns the plant with this id',
   })
   @ApiOkResponse({ description: 'plant response', type: PlantDto })
-  @ApiNotFoundResponse({ description: 'no plant has this id', type: ErrorBody })
+  @badRequest(BAD_PATH_ID)
+  @NO_SUCH_PLANT
   findOne(@Int64Param('id', PLANT_ID) id: bigint): Promise<Plant> {
     return this.plantsService.findOne(id);
   }
@@ -124,7 +166,8 @@ export class PlantsController {
     summary: 'Deletes the plant with this id',
   })
   @ApiNoContentResponse({ description: 'plant deleted' })
-  @ApiNotFoundResponse({ description: 'no plant has this id', type: ErrorBody })
+  @badRequest(BAD_PATH_ID)
+  @NO_SUCH_PLANT
   async remove(@Int64Param('id', PLANT_ID) id: bigint): Promise<void> {
     await this.plantsService.remove(id);
   }

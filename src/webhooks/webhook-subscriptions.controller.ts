@@ -21,6 +21,7 @@ import {
 } from '@nestjs/swagger';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
+import { errorExamples } from '../common/errors/error-examples';
 import { UuidParam } from '../common/validation/uuid-param.decorator';
 import { CreateWebhookSubscriptionDto } from './dto/create-webhook-subscription.dto';
 import {
@@ -38,11 +39,22 @@ import {
 } from './webhook-subscriptions.service';
 
 const SUBSCRIPTION_ID = 'The subscription id, as its creation returned it';
+const EXAMPLE_ID = '00000000-0000-4000-8000-000000000000';
+const NOT_AN_ID = {
+  'Id not a UUID': 'id in the path must be a UUID, got "123"',
+};
 const NOT_FOUND = {
   description: 'No active subscription has this id',
   type: ErrorBody,
+  examples: errorExamples(404, {
+    'No such subscription': `no webhook subscription with id ${EXAMPLE_ID} exists`,
+  }),
 };
-const BAD_ID = { description: 'The id is not a UUID', type: ErrorBody };
+const BAD_ID = {
+  description: 'The id is not a UUID',
+  type: ErrorBody,
+  examples: errorExamples(400, NOT_AN_ID),
+};
 
 /**
  * Webhook subscriptions over HTTP, for operators who run the service where no shell reaches
@@ -70,6 +82,12 @@ export class WebhookSubscriptionsController {
     description:
       'A field is missing or wrong, an event type is unknown, the URL is one the service may not call, or 100 subscriptions are active already',
     type: ErrorBody,
+    examples: errorExamples(400, {
+      'Unknown event type':
+        'events must be a non-empty list of event types, each one of plant.added, plant.deleted, each at most once',
+      'URL on a private network':
+        '127.0.0.1 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    }),
   })
   async create(
     @Body() subscription: CreateWebhookSubscriptionDto,
@@ -147,6 +165,10 @@ export class WebhookSubscriptionsController {
   @ApiBadRequestResponse({
     description: 'The id is not a UUID, or limit is out of range',
     type: ErrorBody,
+    examples: errorExamples(400, {
+      ...NOT_AN_ID,
+      'Limit out of range': `limit must be an integer between 1 and ${MAX_DELIVERIES_PAGE}`,
+    }),
   })
   @ApiNotFoundResponse(NOT_FOUND)
   async deliveries(

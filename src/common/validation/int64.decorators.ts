@@ -26,6 +26,8 @@ export interface Int64PropertyOptions {
    * parser), so a string there is wrong; a query string gives decimal text to read.
    */
   in?: 'body' | 'query';
+  /** A value for the document's examples. */
+  example?: bigint;
 }
 
 /**
@@ -36,9 +38,14 @@ export interface Int64PropertyOptions {
 export function Int64Property({
   optional = false,
   in: source = 'body',
+  example,
 }: Int64PropertyOptions = {}): PropertyDecorator {
   return applyDecorators(
-    ApiProperty({ ...INT64_SCHEMA, required: !optional }),
+    ApiProperty({
+      ...INT64_SCHEMA,
+      required: !optional,
+      ...(example !== undefined && { example }),
+    }),
     ...(optional
       ? [ValidateIf((_object, value: unknown) => value !== undefined)]
       : []),

@@ -7,14 +7,20 @@ import { IsUnicodeString } from '../../common/validation/validators';
 @ApiSchema({ name: 'NewPlant' })
 export class CreatePlantDto {
   /** Identification number of the plant */
-  @Int64Property()
+  @Int64Property({ example: 10042n })
   id!: bigint;
 
-  /** The name of the plant */
+  /**
+   * The name of the plant
+   * @example "Monstera deliciosa"
+   */
   @IsUnicodeString()
   name!: string;
 
-  /** Tag that specifies the type of plant */
+  /**
+   * Tag that specifies the type of plant
+   * @example "tropical"
+   */
   // absent is fine, null is not a string (docs/decisions.md, "name and tag")
   @ValidateIf((plant: CreatePlantDto) => plant.tag !== undefined)
   @IsUnicodeString()

@@ -22,6 +22,6 @@ export class ListPlantsQueryDto {
   tag?: string;
 
   /** Cursor: only plants whose id is greater than this one (the last id of the previous page) */
-  @Int64Property({ optional: true, in: 'query' })
+  @Int64Property({ optional: true, in: 'query', example: 10042n })
   after?: bigint;
 }

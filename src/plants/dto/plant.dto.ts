@@ -9,12 +9,18 @@ import { Int64Property } from '../../common/validation/int64.decorators';
 @ApiSchema({ name: 'Plant' })
 export class PlantDto {
   /** Identification number of the plant */
-  @Int64Property({ optional: true })
+  @Int64Property({ optional: true, example: 10042n })
   id?: bigint;
 
-  /** The name of the plant */
+  /**
+   * The name of the plant
+   * @example "Monstera deliciosa"
+   */
   name!: string;
 
-  /** Tag that specifies the type of plant */
+  /**
+   * Tag that specifies the type of plant
+   * @example "tropical"
+   */
   tag?: string;
 }

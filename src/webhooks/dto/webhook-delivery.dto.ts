@@ -8,15 +8,18 @@ const STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
 @ApiSchema({ name: 'WebhookDelivery' })
 export class WebhookDeliveryDto {
   /** The delivery's `webhook-id`, the same on every attempt */
-  @ApiProperty({ pattern: '^msg_[0-9a-f]{32}$' })
+  @ApiProperty({
+    pattern: '^msg_[0-9a-f]{32}$',
+    example: 'msg_5e3b0c9f1a7d4e2b8c6f0a1d3e5b7c9f',
+  })
   id!: string;
 
   /** The type of the event delivered */
-  @ApiProperty({ enum: [...EVENT_TYPES] })
+  @ApiProperty({ enum: [...EVENT_TYPES], example: 'plant.added' })
   eventType!: string;
 
   /** pending until a 2xx answer (delivered), the end of the retry window (failed) or the subscription's removal (cancelled) */
-  @ApiProperty({ enum: STATUSES })
+  @ApiProperty({ enum: STATUSES, example: 'pending' })
   status!: string;
 
   /** How many attempts were made */
@@ -25,13 +28,20 @@ export class WebhookDeliveryDto {
     format: 'int32',
     minimum: 0,
     maximum: 2147483647,
+    example: 2,
   })
   attempts!: number;
 
-  /** When the event happened */
+  /**
+   * When the event happened
+   * @example "2026-11-26T09:30:00.000Z"
+   */
   createdAt!: Date;
 
-  /** When the last attempt was made */
+  /**
+   * When the last attempt was made
+   * @example "2026-11-26T09:30:05.000Z"
+   */
   lastAttemptAt?: Date;
 
   /** The HTTP status of the last answer */
@@ -40,13 +50,20 @@ export class WebhookDeliveryDto {
     format: 'int32',
     minimum: 100,
     maximum: 599,
+    example: 503,
   })
   lastStatusCode?: number;
 
-  /** Why the last attempt failed */
+  /**
+   * Why the last attempt failed
+   * @example "the receiver answered 503"
+   */
   lastError?: string;
 
-  /** When the next attempt is due, while the delivery is pending */
+  /**
+   * When the next attempt is due, while the delivery is pending
+   * @example "2026-11-26T09:30:15.000Z"
+   */
   nextAttemptAt?: Date;
 
   static from(delivery: DeliveryRecord): WebhookDeliveryDto {

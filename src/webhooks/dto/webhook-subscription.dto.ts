@@ -6,11 +6,14 @@ import type { WebhookSubscription } from '../webhook-subscription.entity';
 @ApiSchema({ name: 'WebhookSubscription' })
 export class WebhookSubscriptionDto {
   /** The subscription's id, made by the service */
-  @ApiProperty({ format: 'uuid' })
+  @ApiProperty({
+    format: 'uuid',
+    example: '3f2c8a4e-5b1d-4c7e-9a0f-6d2e8b1c4a57',
+  })
   id!: string;
 
   /** Where each event is POSTed */
-  @ApiProperty({ format: 'uri' })
+  @ApiProperty({ format: 'uri', example: 'https://example.com/hooks/plants' })
   url!: string;
 
   /** The event types it receives; absent when it receives every type, those added later included */
@@ -20,10 +23,14 @@ export class WebhookSubscriptionDto {
     minItems: 1,
     maxItems: EVENT_TYPES.length,
     uniqueItems: true,
+    example: ['plant.added'],
   })
   events?: string[];
 
-  /** When it was created */
+  /**
+   * When it was created
+   * @example "2026-11-26T09:30:00.000Z"
+   */
   createdAt!: Date;
 
   static from({
@@ -43,7 +50,10 @@ export class CreatedWebhookSubscriptionDto extends WebhookSubscriptionDto {
    * The Standard Webhooks signing secret (`whsec_...`) to verify deliveries with; it is not
    * shown again
    */
-  @ApiProperty({ pattern: '^whsec_[A-Za-z0-9+/]{43}=$' })
+  @ApiProperty({
+    pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7X9xZ+3y2pk=',
+  })
   secret!: string;
 
   static override from(
