@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import ts from 'typescript';
 import { join } from 'node:path';
 import {
   createPlantStoreClient,
@@ -137,6 +139,63 @@ describe('the typed client (clients/typescript) against the running service', ()
       params: { path: { id } },
     });
     expect(after.error?.error).toBe(404);
+  });
+
+  it("runs README's example as written, type-checked, against the service", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const example = /^## A typed client[\s\S]*?```ts\n([\s\S]*?)```/m.exec(
+      readme,
+    )![1];
+    expect(example.trimEnd().split('\n').length).toBeLessThanOrEqual(10);
+    const file = join(ROOT, `.readme-example-${process.pid}.ts`);
+    // at the root of the repository, where the import resolves as README writes it
+    writeFileSync(file, `${example}\nexport {};\n`);
+    try {
+      const program = ts.createProgram([file], {
+        strict: true,
+        noEmit: true,
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.ES2022,
+        moduleResolution: ts.ModuleResolutionKind.Bundler,
+        types: ['node'],
+        skipLibCheck: true,
+      });
+      const problems = ts
+        .getPreEmitDiagnostics(program)
+        .map((diagnostic) =>
+          ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'),
+        );
+      expect(problems).toEqual([]);
+    } finally {
+      rmSync(file, { force: true });
+    }
+
+    const logged: unknown[] = [];
+    const { outputText } = ts.transpileModule(
+      `export default async function run() {\n${example.replace(/^import .*$/m, '')}\n}`,
+      {
+        compilerOptions: {
+          module: ts.ModuleKind.CommonJS,
+          target: ts.ScriptTarget.ES2022,
+        },
+      },
+    );
+    const exports: { default?: () => Promise<void> } = {};
+    new Function(
+      'exports',
+      'createPlantStoreClient',
+      'process',
+      'console',
+      outputText,
+    )(
+      exports,
+      (options: { baseUrl: string; token?: string }) =>
+        createPlantStoreClient({ ...options, baseUrl }),
+      { env: { TOKEN: await testApp.issueToken() } },
+      { log: (value: unknown) => logged.push(value) },
+    );
+    await exports.default!();
+    expect(logged).toEqual([true]);
   });
 
   it('reads the health probes without a token', async () => {
