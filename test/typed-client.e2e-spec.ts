@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { runInNewContext } from 'node:vm';
 import ts from 'typescript';
 import { join } from 'node:path';
 import {
@@ -181,19 +182,14 @@ describe('the typed client (clients/typescript) against the running service', ()
       },
     );
     const exports: { default?: () => Promise<void> } = {};
-    new Function(
-      'exports',
-      'createPlantStoreClient',
-      'process',
-      'console',
-      outputText,
-    )(
+    // the example's own names, with its URL pointed at this test's service
+    runInNewContext(outputText, {
       exports,
-      (options: { baseUrl: string; token?: string }) =>
+      createPlantStoreClient: (options: { baseUrl: string; token?: string }) =>
         createPlantStoreClient({ ...options, baseUrl }),
-      { env: { TOKEN: await testApp.issueToken() } },
-      { log: (value: unknown) => logged.push(value) },
-    );
+      process: { env: { TOKEN: await testApp.issueToken() } },
+      console: { log: (value: unknown) => logged.push(value) },
+    });
     await exports.default!();
     expect(logged).toEqual([true]);
   });
