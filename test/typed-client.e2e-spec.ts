@@ -15,6 +15,15 @@ const MAX = 2n ** 63n - 1n;
 // beyond 2^53, where JSON.parse would round: 9007199254740993 would read as ...992
 const BEYOND_DOUBLES = 2n ** 53n + 1n;
 
+/** Polls `check` every 20 ms, for at most 5 s. */
+async function waitFor(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('waited 5 s in vain');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe('the typed client (clients/typescript) against the running service', () => {
   let testApp: TestApp;
   let client: PlantStoreClient;
@@ -172,26 +181,32 @@ describe('the typed client (clients/typescript) against the running service', ()
     }
 
     const logged: unknown[] = [];
-    const { outputText } = ts.transpileModule(
-      `export default async function run() {\n${example.replace(/^import .*$/m, '')}\n}`,
-      {
-        compilerOptions: {
-          module: ts.ModuleKind.CommonJS,
-          target: ts.ScriptTarget.ES2022,
-        },
+    const { outputText } = ts.transpileModule(example, {
+      compilerOptions: {
+        module: ts.ModuleKind.CommonJS,
+        target: ts.ScriptTarget.ES2022,
       },
-    );
-    const exports: { default?: () => Promise<void> } = {};
+    });
     // the example's own names, with its URL pointed at this test's service
-    runInNewContext(outputText, {
-      exports,
+    const client = {
       createPlantStoreClient: (options: { baseUrl: string; token?: string }) =>
         createPlantStoreClient({ ...options, baseUrl }),
-      process: { env: { TOKEN: await testApp.issueToken() } },
-      console: { log: (value: unknown) => logged.push(value) },
-    });
-    await exports.default!();
-    expect(logged).toEqual([true]);
+    };
+    const run = (token: string) =>
+      runInNewContext(outputText, {
+        exports: {},
+        require: () => client,
+        process: { env: { TOKEN: token } },
+        console: { log: (value: unknown) => logged.push(value) },
+      });
+    const token = await testApp.issueToken();
+    run(token);
+    await waitFor(() => logged.length === 2);
+    expect(logged).toEqual([true, [MAX]]);
+    // a second run finds the id taken, and says so
+    run(token);
+    await waitFor(() => logged.length === 3);
+    expect(logged[2]).toBe(`a plant with id ${MAX} already exists`);
   });
 
   it('reads the health probes without a token', async () => {
