@@ -192,13 +192,14 @@ describe('the typed client (clients/typescript) against the running service', ()
       createPlantStoreClient: (options: { baseUrl: string; token?: string }) =>
         createPlantStoreClient({ ...options, baseUrl }),
     };
-    const run = (token: string) =>
+    const run = (token: string): void => {
       runInNewContext(outputText, {
         exports: {},
         require: () => client,
         process: { env: { TOKEN: token } },
         console: { log: (value: unknown) => logged.push(value) },
       });
+    };
     const token = await testApp.issueToken();
     run(token);
     await waitFor(() => logged.length === 2);
