@@ -312,6 +312,92 @@ describe('the environment schema', () => {
     }
   });
 
+  it('refuses with a ConfigError, which the boot logs without a stack', () => {
+    expect(() => read({ PORT: 'x' })).toThrow(
+      expect.objectContaining({ name: 'ConfigError' }) as Error,
+    );
+  });
+
+  it('reads SHUTDOWN_DELAY zero only as a whole zero with a unit', () => {
+    expect(read({ SHUTDOWN_DELAY: ' 0s ' }).SHUTDOWN_DELAY).toBe(0);
+    expect(read({ SHUTDOWN_DELAY: '10s' }).SHUTDOWN_DELAY).toBe(10_000);
+    for (const raw of ['0sx', 'x0s']) {
+      expect(() => read({ SHUTDOWN_DELAY: raw })).toThrow(
+        /^SHUTDOWN_DELAY must be/,
+      );
+    }
+  });
+
+  it('reads Redis URLs with or without TLS, and nothing else', () => {
+    for (const url of ['redis://cache:6379/2', 'rediss://cache']) {
+      expect(read({ REDIS_URL: url }).REDIS_URL).toBe(url);
+    }
+    for (const url of [
+      'xredis://cache',
+      'redis://',
+      'redis:///0',
+      'http://cache',
+    ]) {
+      expect(() => read({ REDIS_URL: url })).toThrow(/^REDIS_URL must be/);
+    }
+  });
+
+  it('reads http URLs as well as https', () => {
+    expect(
+      read({ PUBLIC_BASE_URL: 'http://plants.lan:3100' }).PUBLIC_BASE_URL,
+    ).toBe('http://plants.lan:3100');
+  });
+
+  it('names the wrong origin of CORS_ORIGINS, and the forms it takes', () => {
+    expect(() =>
+      read({ CORS_ORIGINS: 'https://app.example.com, https://b.example/path' }),
+    ).toThrow(
+      'CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com, got "https://b.example/path"',
+    );
+  });
+
+  it.each([
+    [' true ', true],
+    ['12', 12],
+    ['255', 255],
+    [
+      'linklocal, loopback, uniquelocal',
+      ['linklocal', 'loopback', 'uniquelocal'],
+    ],
+    ['10.0.0.0/32, fd00::/128', ['10.0.0.0/32', 'fd00::/128']],
+  ])('reads TRUST_PROXY=%j', (raw, expected) => {
+    expect(read({ TRUST_PROXY: raw }).TRUST_PROXY).toEqual(expected);
+  });
+
+  it.each(['10.0.0.0/', '10.0.0.0/1x', '10.0.0.0/x1', '10.0.0.0/0032'])(
+    'refuses TRUST_PROXY=%j',
+    (raw) => {
+      expect(() => read({ TRUST_PROXY: raw })).toThrow(
+        `TRUST_PROXY must be false, true, a hop count up to 255, or a comma-separated list of addresses and CIDRs (or loopback, linklocal, uniquelocal), got ${JSON.stringify(raw)}`,
+      );
+    },
+  );
+
+  it('refuses a DATABASE_URL that only contains a valid one', () => {
+    for (const url of ['xsqlite:a.db', 'sqlite:a.db\nmore']) {
+      expect(() => read({ DATABASE_URL: url })).toThrow(
+        /^DATABASE_URL must be/,
+      );
+    }
+  });
+
+  it('shows the value of a variable that holds no secret as written', () => {
+    expect(() => read({ PUBLIC_BASE_URL: 'ftp://user:pw@host' })).toThrow(
+      'PUBLIC_BASE_URL must be an absolute http or https URL, got "ftp://user:pw@host"',
+    );
+  });
+
+  it('says what text is expected of a value that is not text', () => {
+    expect(() => read({ HOST: 5 as unknown as string })).toThrow(
+      'HOST must be text, got "5"',
+    );
+  });
+
   it('hides the password of a URL it refuses', () => {
     expect(() => read({ REDIS_URL: 'http://user:secret@cache:6379' })).toThrow(
       'REDIS_URL must be redis://host:port[/db] or rediss://..., got "http://***@cache:6379"',

@@ -447,8 +447,8 @@ function metaOf(name: string): VariableMeta {
 function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
   const name = String(issue.path[0]);
   const { must, secret } = metaOf(name);
-  // the wrong item of a list, or the whole value
-  const got = typeof issue.input === 'string' ? issue.input : (env[name] ?? '');
+  // the wrong item of a list, or the whole value (set, since a default is never wrong)
+  const got = typeof issue.input === 'string' ? issue.input : String(env[name]);
   const shown = secret ? got.replace(/\/\/[^@/]*@/, '//***@') : got;
   const source = SOURCES.get(env)?.get(name);
   return `${name} must be ${must}, got ${JSON.stringify(shown)}${source ? ` (set in ${source})` : ''}`;
@@ -456,6 +456,7 @@ function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
 
 /** Every variable checked and read; a ConfigError naming the first one that is wrong. */
 export function parseEnvironment(env: RawEnvironment): Environment {
+  // with the input of each issue, which names the wrong item of a list
   const result = ENVIRONMENT_SCHEMA.safeParse(env, { reportInput: true });
   if (!result.success) {
     throw new ConfigError(describeIssue(result.error.issues[0], env));

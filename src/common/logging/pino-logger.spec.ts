@@ -276,6 +276,31 @@ describe('logBootFailure', () => {
 
 describe('PinoNestLogger', () => {
   it.each([
+    'NestFactory',
+    'InstanceLoader',
+    'RoutesResolver',
+    'RouterExplorer',
+    'NestApplication',
+    'ExceptionHandler',
+  ])(
+    "writes Nest's boot lines from %s at debug, not info or error",
+    (context) => {
+      const atInfo = collectingLogger('info');
+      new PinoNestLogger(atInfo.logger).log(
+        'dependencies initialized',
+        context,
+      );
+      new PinoNestLogger(atInfo.logger).error('boom', context);
+      expect(atInfo.lines).toEqual([]);
+      const atDebug = collectingLogger('debug');
+      new PinoNestLogger(atDebug.logger).error('boom', context);
+      expect(atDebug.lines).toEqual([
+        expect.objectContaining({ level: 20, msg: 'boom', context }),
+      ]);
+    },
+  );
+
+  it.each([
     ['log', 30],
     ['warn', 40],
     ['debug', 20],
