@@ -1,4 +1,3 @@
-import { BadRequestException } from '@nestjs/common';
 import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
 import { tokensCommand } from './cli/tokens.command';
@@ -78,15 +77,10 @@ export async function runCli(
       if (error.code === 'cli.notFound') output.err(`error: ${error.message}`);
       return error.exitCode;
     }
-    if (error instanceof StartupError) {
-      output.err(`error: ${error.message}`);
-    } else if (error instanceof BadRequestException) {
-      output.err(`error: ${error.message}`);
-    } else {
-      output.err(
-        `error: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+    // a setting, a missing database or a refused value: every message says what to fix
+    output.err(
+      `error: ${error instanceof Error ? error.message : String(error)}`,
+    );
     return 1;
   }
 }
