@@ -37,6 +37,7 @@ const ENGINE_INDEPENDENT = [
   'postgres',
   'process',
   'rate-limit-shared',
+  'typed-client-generated',
   'webhooks-process',
 ].map((name) => `<rootDir>/test/${name}\\.e2e-spec\\.ts$`);
 

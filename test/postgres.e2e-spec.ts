@@ -156,23 +156,26 @@ describeWithPostgres('the service on PostgreSQL', () => {
 });
 
 describeWithPostgres(
-  'the service on a PostgreSQL database that does not exist',
+  'the service on a PostgreSQL database it cannot use',
   () => {
     const serverUrl = () =>
       new URL(
         process.env.TEST_DATABASE_URL ??
           'postgres://postgres@127.0.0.1:5432/postgres',
       );
-
-    it('does not start: one line naming the database and how to create it, and no retry', () => {
-      const url = serverUrl();
-      url.pathname = '/plant_store_never_created';
-      const server = `${url.hostname}:${url.port || '5432'}`;
-      const { status, output, lines } = runServiceToExit({
+    const serverOf = (url: URL) => `${url.hostname}:${url.port || '5432'}`;
+    const startOn = (url: URL) =>
+      runServiceToExit({
         DATABASE_URL: url.toString(),
         PORT: '0',
         LOG_LEVEL: 'info',
       });
+
+    it('does not start: one line naming the database and how to create it, and no retry', () => {
+      const url = serverUrl();
+      url.pathname = '/plant_store_never_created';
+      const server = serverOf(url);
+      const { status, output, lines } = startOn(url);
       expect(status).toBe(1);
       expect(lines).toEqual([
         expect.objectContaining({
@@ -187,12 +190,8 @@ describeWithPostgres(
       const url = serverUrl();
       url.username = 'plant_store_no_such_role';
       url.password = 'hunter2';
-      const server = `${url.hostname}:${url.port || '5432'}`;
-      const { status, output, lines } = runServiceToExit({
-        DATABASE_URL: url.toString(),
-        PORT: '0',
-        LOG_LEVEL: 'info',
-      });
+      const server = serverOf(url);
+      const { status, output, lines } = startOn(url);
       expect(status).toBe(1);
       expect(lines).toEqual([
         expect.objectContaining({

@@ -11,18 +11,10 @@ import {
   runServiceToExit,
   startServiceProcess,
 } from './helpers/service-process';
+import { eventually } from './helpers/webhook-receiver';
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Polls `check` every 20 ms, for at most 5 s. */
-async function waitFor(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('waited 5 s in vain');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('the service process (node dist/main.js)', () => {
@@ -220,8 +212,10 @@ describe('the service process (node dist/main.js)', () => {
           .map((line) => JSON.parse(line) as LogLine);
       const url = `http://127.0.0.1:${service.port}`;
       // the readiness probes of startServiceProcess are logged too, at info
-      await waitFor(() =>
-        logLines().some((line) => line.msg.startsWith('plant store ')),
+      await eventually(
+        () => logLines().some((line) => line.msg.startsWith('plant store ')),
+        (met) => met,
+        5000,
       );
       const started = logLines().filter(
         (line) => line.msg !== 'request completed',
@@ -246,8 +240,10 @@ describe('the service process (node dist/main.js)', () => {
         headers: { 'X-Request-Id': 'flush-probe' },
       });
       const sent = Date.now();
-      await waitFor(() =>
-        logLines().some((line) => line.reqId === 'flush-probe'),
+      await eventually(
+        () => logLines().some((line) => line.reqId === 'flush-probe'),
+        (met) => met,
+        5000,
       );
       expect(Date.now() - sent).toBeLessThan(1000);
     } finally {
