@@ -7,6 +7,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { bearerTokenOf } from '../common/http/bearer-token';
+import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import type { AdmittedRequest } from './request-admission';
@@ -31,21 +32,15 @@ export class BearerGuard implements CanActivate {
     }
     const request = context.switchToHttp().getRequest<AdmittedRequest>();
     if (request.headers.authorization === undefined) {
-      throw unauthorized(
-        'missing bearer token: send Authorization: Bearer <token>',
-        `Bearer ${REALM}`,
-      );
+      throw unauthorized(AUTH_MESSAGES.missingToken, `Bearer ${REALM}`);
     }
     if (bearerTokenOf(request) === undefined) {
-      throw unauthorized(
-        'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
-        `Bearer ${REALM}`,
-      );
+      throw unauthorized(AUTH_MESSAGES.notBearer, `Bearer ${REALM}`);
     }
     const token = request.bearer;
     if (!token) {
       throw unauthorized(
-        'the bearer token is unknown, revoked or expired',
+        AUTH_MESSAGES.rejectedToken,
         `Bearer ${REALM}, error="invalid_token"`,
       );
     }
@@ -64,7 +59,7 @@ export class BearerGuard implements CanActivate {
     if (missing.length > 0) {
       throw new HttpErrorWithHeaders(
         HttpStatus.FORBIDDEN,
-        `the bearer token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(' ')}`,
+        lacksScopesMessage(missing),
         {
           'WWW-Authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${missing.join(' ')}"`,
         },

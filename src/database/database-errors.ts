@@ -153,11 +153,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /** Connection failures the operator fixes in DATABASE_URL or on the server, by their code. */
 const CONNECT_FAILURES: Record<
   string,
-  (where: { server: string; database: string; user: string }) => string
+  (where: {
+    host: string;
+    port: string;
+    server: string;
+    database: string;
+    user: string;
+  }) => string
 > = {
   // SQLSTATE invalid_catalog_name
-  '3D000': ({ server, database, user }) =>
-    `PostgreSQL at ${server} has no database "${database}": create it (createdb -h ${server.replace(/:(\d+)$/, ' -p $1')} -U ${user} ${database}), or name another in DATABASE_URL`,
+  '3D000': ({ host, port, server, database, user }) =>
+    `PostgreSQL at ${server} has no database "${database}": create it (createdb -h ${host} -p ${port} -U ${user} ${database}), or name another in DATABASE_URL`,
   // invalid_password, invalid_authorization_specification (no such role, pg_hba.conf)
   '28P01': ({ server, user }) =>
     `PostgreSQL at ${server} refused the password of user "${user}": check the user and password in DATABASE_URL`,
@@ -181,9 +187,12 @@ export function explainConnectFailure(
   const explain = code === undefined ? undefined : CONNECT_FAILURES[code];
   if (!explain) return undefined;
   const parsed = new URL(url);
+  const port = parsed.port || '5432';
   return new StartupError(
     explain({
-      server: `${parsed.hostname}:${parsed.port || '5432'}`,
+      host: parsed.hostname,
+      port,
+      server: `${parsed.hostname}:${port}`,
       database: decodeURIComponent(parsed.pathname.slice(1)),
       // pg's own default when the URL names no user
       user: decodeURIComponent(parsed.username) || (process.env.USER ?? ''),

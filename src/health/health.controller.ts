@@ -14,9 +14,14 @@ import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
-import { ShutdownGate } from '../common/http/shutdown-gate';
+import {
+  SHUTTING_DOWN_MESSAGE,
+  ShutdownGate,
+} from '../common/http/shutdown-gate';
 import { DatabaseAvailability } from '../database/database-availability';
 import { HealthStatusDto } from './dto/health-status.dto';
+
+const DATABASE_UNREACHABLE = 'the database is unreachable';
 
 @ApiTags('health')
 @Public()
@@ -47,13 +52,13 @@ export class HealthController {
     description: 'The database is unreachable, or the service is shutting down',
     type: ErrorBody,
     examples: errorExamples(503, {
-      'Database unreachable': 'the database is unreachable',
-      'Shutting down': 'the service is shutting down',
+      'Database unreachable': DATABASE_UNREACHABLE,
+      'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
   })
   async ready(): Promise<HealthStatusDto> {
     if (this.shutdown.isDraining) {
-      throw new ServiceUnavailableException('the service is shutting down');
+      throw new ServiceUnavailableException(SHUTTING_DOWN_MESSAGE);
     }
     try {
       const { status, info } = await this.health.check([
@@ -63,7 +68,7 @@ export class HealthController {
       return { status, info };
     } catch {
       this.availability.wentAway('readiness found it unreachable');
-      throw new ServiceUnavailableException('the database is unreachable');
+      throw new ServiceUnavailableException(DATABASE_UNREACHABLE);
     }
   }
 }

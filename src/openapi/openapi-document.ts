@@ -9,8 +9,20 @@ import {
 } from '@nestjs/swagger';
 import type { ServerObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { SCOPE_DEFINITIONS } from '../auth/scopes';
+import { INT64_MAX, INT64_MIN } from '../common/json/int64';
+import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
+import {
+  DATABASE_UNAVAILABLE_MESSAGE,
+  INTERNAL_ERROR_MESSAGE,
+} from '../common/filters/all-exceptions.filter';
+import { tooManyConnectionsMessage } from '../common/http/hardened-express.adapter';
+import { SHUTTING_DOWN_MESSAGE } from '../common/http/shutdown-gate';
+import {
+  REJECTED_TOKENS,
+  tooManyRequests,
+} from '../common/rate-limit/rate-limiter';
 import type { AppConfig } from '../config/app.config';
 import {
   configuredBaseUrl,
@@ -39,11 +51,10 @@ const SERVICE_ERROR_RESPONSES = [
       'Rate limit hit (per token, or per client address without one); retry after Retry-After seconds',
     type: ErrorBody,
     examples: errorExamples(429, {
-      'Too many requests': 'too many requests; retry after 17 s',
-      'Blocked for guessing tokens':
-        'too many rejected tokens from this address; retry after 840 s',
-      'Too many connections':
-        'too many connections from this address: at most 256 at a time',
+      'Too many requests': tooManyRequests(17_000, 'requests').message,
+      'Blocked for guessing tokens': tooManyRequests(840_000, REJECTED_TOKENS)
+        .message,
+      'Too many connections': tooManyConnectionsMessage(256),
     }),
   },
   {
@@ -51,7 +62,7 @@ const SERVICE_ERROR_RESPONSES = [
     description:
       'A fault of the service itself; nothing internal is shown, and it is logged with its request id',
     type: ErrorBody,
-    examples: errorExamples(500, { 'A fault': 'internal server error' }),
+    examples: errorExamples(500, { 'A fault': INTERNAL_ERROR_MESSAGE }),
   },
   {
     status: 503,
@@ -59,8 +70,8 @@ const SERVICE_ERROR_RESPONSES = [
       'The database is unavailable, or the service is shutting down; try again (Retry-After)',
     type: ErrorBody,
     examples: errorExamples(503, {
-      'Database unavailable': 'the database is unavailable; try again later',
-      'Shutting down': 'the service is shutting down',
+      'Database unavailable': DATABASE_UNAVAILABLE_MESSAGE,
+      'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
   },
 ];
@@ -145,6 +156,11 @@ function declareHeaders(document: OpenAPIObject): void {
   }
 }
 
+/** Every scope a token may hold, with what it allows. */
+const SCOPES = Object.entries(SCOPE_DEFINITIONS)
+  .map(([scope, { description }]) => `\`${scope}\` (${description})`)
+  .join(', ');
+
 /** The spec's sentence, then what a first-time reader needs before "Try it out". */
 const DESCRIPTION = `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification
 
@@ -155,16 +171,12 @@ const DESCRIPTION = `A sample API that uses a plant store as an example to demon
    once; the service keeps only its hash.
 2. Press **Authorize**, paste the token, then open an operation and press **Try it out**.
 
-A token holds scopes: ${Object.entries(SCOPE_DEFINITIONS)
-  .map(([scope, { description }]) => `\`${scope}\` (${description})`)
-  .join(
-    ', ',
-  )}. \`tokens create\` grants the two plant scopes unless \`--scopes\` says otherwise.
+A token holds scopes: ${SCOPES}. \`tokens create\` grants the two plant scopes unless \`--scopes\` says otherwise.
 
 ## Ids
 
-Plant ids are chosen by the client and are exact 64-bit integers, from -9223372036854775808 to
-9223372036854775807, written as plain JSON numbers both ways. A client that reads JSON into
+Plant ids are chosen by the client and are exact 64-bit integers, from ${INT64_MIN} to
+${INT64_MAX}, written as plain JSON numbers both ways. A client that reads JSON into
 doubles rounds ids beyond 2^53: read them as big integers. (This page shows larger ids as
 JavaScript rounds them; the service never does.)
 
@@ -186,7 +198,7 @@ Every limited answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`
 
 ## Lists
 
-\`GET /plants\` returns plants in ascending id order, \`limit\` at a time (100 by default), fewer
+\`GET /plants\` returns plants in ascending id order, \`limit\` at a time (${DEFAULT_PAGE_SIZE} by default), fewer
 when their JSON would pass the page size bound. When more follow, the \`Link\` header names the
 next page (\`rel="next"\`): follow it, or pass the last id you got as \`after\`.
 
@@ -220,9 +232,7 @@ export function buildOpenApiDocument(
         scheme: 'bearer',
         description:
           'An API token (pst_...) issued by `node dist/cli.js tokens create`. Scopes: ' +
-          Object.entries(SCOPE_DEFINITIONS)
-            .map(([scope, { description }]) => `\`${scope}\` (${description})`)
-            .join(', '),
+          SCOPES,
       })
       .addSecurityRequirements(BEARER_AUTH)
       .addGlobalResponse(...SERVICE_ERROR_RESPONSES)

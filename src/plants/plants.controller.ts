@@ -24,17 +24,14 @@ import {
 import type { Request, Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
-import {
-  errorExamples,
-  EXAMPLE_PLANT_ID,
-} from '../common/errors/error-examples';
-import { INT64_MAX, INT64_MIN } from '../common/json/int64';
+import { errorExamples } from '../common/errors/error-examples';
+import { INT64_RANGE_MESSAGE } from '../common/json/int64';
 import { publicBaseUrlOf } from '../common/http/public-base-url';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { ListPlantsQueryDto, MAX_PAGE_SIZE } from './dto/list-plants-query.dto';
-import { PlantDto } from './dto/plant.dto';
+import { EXAMPLE_PLANT_ID, PlantDto } from './dto/plant.dto';
 import type { Plant } from './plant.entity';
 import { PlantsService } from './plants.service';
 
@@ -54,7 +51,7 @@ function badRequest(kinds: Record<string, string>) {
 }
 
 const BAD_PATH_ID = {
-  'Id not an int64': `id in the path must be an integer between ${INT64_MIN} and ${INT64_MAX}, got "abc"`,
+  'Id not an int64': `id in the path must be ${INT64_RANGE_MESSAGE}, got "abc"`,
 };
 
 const NO_SUCH_PLANT = ApiNotFoundResponse({
@@ -81,7 +78,7 @@ export class PlantsController {
   })
   @badRequest({
     'Limit out of range': `limit must be an integer between 1 and ${MAX_PAGE_SIZE}`,
-    'After not an int64': `after must be an integer between ${INT64_MIN} and ${INT64_MAX}`,
+    'After not an int64': `after must be ${INT64_RANGE_MESSAGE}`,
   })
   @ApiOkResponse({
     description: 'plant response',
@@ -128,7 +125,7 @@ export class PlantsController {
   })
   @badRequest({
     'Duplicate id': `a plant with id ${EXAMPLE_PLANT_ID} already exists`,
-    'Id out of range': `id must be an integer between ${INT64_MIN} and ${INT64_MAX}`,
+    'Id out of range': `id must be ${INT64_RANGE_MESSAGE}`,
     'Missing name': 'name is required',
     'Not JSON':
       'request body is not valid JSON: Quoted object key expected but reached end of input at position 8',

@@ -2,6 +2,7 @@ import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { ErrorBody } from '../../common/errors/error-body.dto';
 import { errorExamples } from '../../common/errors/error-examples';
+import { AUTH_MESSAGES, lacksScopesMessage } from '../auth-messages';
 import type { Scope } from '../scopes';
 
 export const REQUIRED_SCOPES_KEY = 'requiredScopes';
@@ -19,18 +20,16 @@ export function RequireScopes(...scopes: [Scope, ...Scope[]]) {
       description: 'No bearer token, or an unknown, revoked or expired one',
       type: ErrorBody,
       examples: errorExamples(401, {
-        'No token': 'missing bearer token: send Authorization: Bearer <token>',
-        'Another scheme':
-          'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
-        'Unknown, revoked or expired token':
-          'the bearer token is unknown, revoked or expired',
+        'No token': AUTH_MESSAGES.missingToken,
+        'Another scheme': AUTH_MESSAGES.notBearer,
+        'Unknown, revoked or expired token': AUTH_MESSAGES.rejectedToken,
       }),
     }),
     ApiForbiddenResponse({
       description: `The token lacks the scope ${scopes.join(', ')}`,
       type: ErrorBody,
       examples: errorExamples(403, {
-        'Missing scope': `the bearer token lacks the scope ${scopes[0]}`,
+        'Missing scope': lacksScopesMessage(scopes.slice(0, 1)),
       }),
     }),
   );

@@ -16,6 +16,3 @@ export function errorExamples(
     ]),
   );
 }
-
-/** The plant id the examples use: one a client might choose. */
-export const EXAMPLE_PLANT_ID = '10042';

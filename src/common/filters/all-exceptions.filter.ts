@@ -69,13 +69,15 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
     return answer(HttpStatus.BAD_REQUEST, requestProblem);
   }
   if (isDatabaseUnavailable(exception)) {
-    return answer(
-      HttpStatus.SERVICE_UNAVAILABLE,
-      'the database is unavailable; try again later',
-    );
+    return answer(HttpStatus.SERVICE_UNAVAILABLE, DATABASE_UNAVAILABLE_MESSAGE);
   }
-  return answer(HttpStatus.INTERNAL_SERVER_ERROR, 'internal server error');
+  return answer(HttpStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE);
 }
+
+/** What a client is told when the database is away (503), and of any other fault (500). */
+export const DATABASE_UNAVAILABLE_MESSAGE =
+  'the database is unavailable; try again later';
+export const INTERNAL_ERROR_MESSAGE = 'internal server error';
 
 function answer(status: number, message: string): ErrorAnswer {
   return { body: { error: status, message }, headers: {} };

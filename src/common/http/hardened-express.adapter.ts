@@ -17,6 +17,11 @@ const SECURITY_HEADER_LINES = Object.entries(fixedSecurityHeaders())
  * An Error answer written straight to the socket, with the security headers and a request id
  * that every other answer has.
  */
+/** The 429 of a connection over MAX_CONNECTIONS_PER_ADDRESS, written straight to the socket. */
+export function tooManyConnectionsMessage(cap: number): string {
+  return `too many connections from this address: at most ${cap} at a time`;
+}
+
 function errorAnswer(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: status, message });
   return (
@@ -121,11 +126,7 @@ function limitConnectionsPerAddress(
     if (count > cap) {
       socket.on('error', () => socket.destroy());
       socket.end(
-        errorAnswer(
-          429,
-          'Too Many Requests',
-          `too many connections from this address: at most ${cap} at a time`,
-        ),
+        errorAnswer(429, 'Too Many Requests', tooManyConnectionsMessage(cap)),
       );
       return;
     }

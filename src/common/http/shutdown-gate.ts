@@ -16,6 +16,9 @@ export interface ShutdownTimings {
   graceMs: number;
 }
 
+/** The 503 of every request refused while the service shuts down, readiness included. */
+export const SHUTTING_DOWN_MESSAGE = 'the service is shutting down';
+
 /**
  * Graceful shutdown, in the order a load balancer needs it:
  * 1. readiness answers 503 at once, so the balancer stops choosing this instance; for
@@ -44,7 +47,7 @@ export class ShutdownGate {
     if (!this.draining) return next();
     response.setHeader('Connection', 'close');
     if (!this.closing) return next();
-    next(new ServiceUnavailableException('the service is shutting down'));
+    next(new ServiceUnavailableException(SHUTTING_DOWN_MESSAGE));
   };
 
   /** Closes the app; `cut` when requests were still running at the end of the grace period. */

@@ -14,7 +14,7 @@ export function tooManyRequests(retryAfterMs: number, what: string) {
   );
 }
 
-const REJECTED_TOKENS = 'rejected tokens from this address';
+export const REJECTED_TOKENS = 'rejected tokens from this address';
 
 /** Who a request is charged to: a proven token, or else the address it came from. */
 export type Payer = { tokenId: string } | { address: string };

@@ -2,12 +2,13 @@ import { ApiSchema } from '@nestjs/swagger';
 import { ValidateIf } from 'class-validator';
 import { Int64Property } from '../../common/validation/int64.decorators';
 import { IsUnicodeString } from '../../common/validation/validators';
+import { EXAMPLE_PLANT_ID } from './plant.dto';
 
 /** The spec's NewPlant: a Plant plus the id the client chooses. */
 @ApiSchema({ name: 'NewPlant' })
 export class CreatePlantDto {
   /** Identification number of the plant */
-  @Int64Property({ example: 10042n })
+  @Int64Property({ example: EXAMPLE_PLANT_ID })
   id!: bigint;
 
   /**

@@ -2,6 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { IntegerQueryProperty } from '../../common/validation/integer-query.decorator';
 import { Int64Property } from '../../common/validation/int64.decorators';
+import { EXAMPLE_PLANT_ID } from './plant.dto';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -22,6 +23,6 @@ export class ListPlantsQueryDto {
   tag?: string;
 
   /** Cursor: only plants whose id is greater than this one (the last id of the previous page) */
-  @Int64Property({ optional: true, in: 'query', example: 10042n })
+  @Int64Property({ optional: true, in: 'query', example: EXAMPLE_PLANT_ID })
   after?: bigint;
 }

@@ -6,10 +6,13 @@ import { Int64Property } from '../../common/validation/int64.decorators';
  * successful create returns"). Answers are the stored Plant entity; a plant without a tag has
  * no tag key, as the JSON writer leaves out every absent field.
  */
+/** The plant id the document's examples use: one a client might choose. */
+export const EXAMPLE_PLANT_ID = 10042n;
+
 @ApiSchema({ name: 'Plant' })
 export class PlantDto {
   /** Identification number of the plant */
-  @Int64Property({ optional: true, example: 10042n })
+  @Int64Property({ optional: true, example: EXAMPLE_PLANT_ID })
   id?: bigint;
 
   /**

@@ -1,0 +1,13 @@
+import type { Scope } from './scopes';
+
+/** What the bearer guard answers, in one place: the guard says it, the document quotes it. */
+export const AUTH_MESSAGES = {
+  missingToken: 'missing bearer token: send Authorization: Bearer <token>',
+  notBearer:
+    'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
+  rejectedToken: 'the bearer token is unknown, revoked or expired',
+} as const;
+
+export function lacksScopesMessage(missing: readonly Scope[]): string {
+  return `the bearer token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(' ')}`;
+}
