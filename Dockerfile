@@ -1,19 +1,18 @@
 # syntax=docker/dockerfile:1
-# Node 22 (LTS, supported to April 2027), not 24: better-sqlite3 12, the last line that builds on
-# Node 20, aborts on Node 24.19+ (docs/decisions.md, "Node.js versions").
-# Build stage: compiles TypeScript and better-sqlite3, then drops the dev dependencies.
-FROM node:22-bookworm-slim AS build
+# Node 24, the line .nvmrc names and CI tests first, supported to April 2028 (docs/decisions.md,
+# "Node.js versions").
+# Build stage: compiles TypeScript, then drops the dev dependencies. better-sqlite3 13 ships
+# prebuilt Node-API binaries for linux x64 and arm64 (glibc and musl), so no compiler is needed.
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: production dependencies and the build only, as the unprivileged node user.
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production DATABASE_URL=sqlite:/data/plant-store.sqlite
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules

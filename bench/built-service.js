@@ -35,9 +35,9 @@ function freePort() {
  * the service starts, with the database's path and the environment.
  * @param {string} name
  * @param {Record<string, string>} env
- * @param {{ root?: string, prepare?: (file: string, env: Record<string, string>) => void }} [options]
+ * @param {{ root?: string, node?: string, prepare?: (file: string, env: Record<string, string>) => void }} [options]
  */
-async function startBuiltService(name, env, { root = ROOT, prepare } = {}) {
+async function startBuiltService(name, env, { root = ROOT, node = process.execPath, prepare } = {}) {
   const folder = mkdtempSync(join(tmpdir(), `plant-store-${name}-`));
   const serviceEnv = {
     PATH: process.env.PATH ?? '',
@@ -47,7 +47,7 @@ async function startBuiltService(name, env, { root = ROOT, prepare } = {}) {
   };
   // an empty file, which the CLI migrates: it creates no database of its own
   writeFileSync(join(folder, `${name}.sqlite`), '', { flag: 'a' });
-  const token = execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
+  const token = execFileSync(node, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
     env: serviceEnv,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -59,7 +59,7 @@ async function startBuiltService(name, env, { root = ROOT, prepare } = {}) {
   const port = await freePort();
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service only
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const service = spawn(process.execPath, ['--max-old-space-size=192', ...nodeArgs, join(root, 'dist', 'main.js')], {
+  const service = spawn(node, ['--max-old-space-size=192', ...nodeArgs, join(root, 'dist', 'main.js')], {
     env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -38,6 +38,9 @@ function parseArguments(argv) {
     // a folder holding another build of the service (its dist/), run beside this one as
     // `service-against`: a change measured against its base in one run
     against: '',
+    // the Node binary that runs the --against build (its CLI and its service): a runtime
+    // change measured in one run, such as this build on Node 24 against main on Node 22
+    'against-node': '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
@@ -63,6 +66,8 @@ function parseArguments(argv) {
     throw new Error(
       `--against needs a folder with a built service, ${join(options.against, 'dist', 'main.js')} is missing`,
     );
+  if (options['against-node'] && !options.against)
+    throw new Error('--against-node goes with --against');
   options.serviceEnv = Object.fromEntries(
     assignments.map((assignment) => {
       const at = assignment.indexOf('=');
@@ -111,11 +116,11 @@ function freePort() {
  * A database with the service's schema (its own migrations, through the CLI of the build in
  * `root`) and a token.
  */
-function prepareDatabase(file, preload, root = ROOT) {
+function prepareDatabase(file, preload, root = ROOT, node = process.execPath) {
   // an empty file, which the CLI migrates: it creates no database of its own
   writeFileSync(file, '', { flag: 'a' });
   const created = execFileSync(
-    process.execPath,
+    node,
     [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
     {
       env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${file}` },
@@ -148,7 +153,7 @@ function readRssBytes(pid, field) {
 
 async function startServer(server, file, options) {
   const port = await freePort();
-  const child = spawn(process.execPath, [...NODE_FLAGS, server.script], {
+  const child = spawn(server.node ?? process.execPath, [...NODE_FLAGS, server.script], {
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',
@@ -257,6 +262,7 @@ async function main() {
             name: 'service-against',
             script: join(options.against, 'dist', 'main.js'),
             root: options.against,
+            node: options['against-node'] || process.execPath,
           },
         ]
       : []),
@@ -268,7 +274,7 @@ async function main() {
     const tokens = Object.fromEntries(
       servers.map((s) => [
         s.name,
-        prepareDatabase(files[s.name], s.small ? 0 : options.preload, s.root),
+        prepareDatabase(files[s.name], s.small ? 0 : options.preload, s.root, s.node),
       ]),
     );
     for (const server of servers)
@@ -337,11 +343,16 @@ async function main() {
     // the HTTP servers are stopped first: the dispatcher is measured on a quiet machine
     await stopServers(started.splice(0));
     const webhooks = [];
-    for (const [name, root] of [['service', ROOT], ...(options.against ? [['service-against', options.against]] : [])]) {
+    const builds = [
+      ['service', ROOT, process.execPath],
+      ...(options.against ? [['service-against', options.against, options['against-node'] || process.execPath]] : []),
+    ];
+    for (const [name, root, node] of builds) {
       webhooks.push(
         await measureWebhookThroughput({
           name,
           root,
+          node,
           ...(options.smoke ? { plants: 200, seconds: 5 } : { plants: 5000, seconds: 10 }),
         }),
       );
@@ -350,6 +361,11 @@ async function main() {
     const report = {
       date: new Date().toISOString(),
       node: process.version,
+      ...(options.against && {
+        againstNode: execFileSync(options['against-node'] || process.execPath, ['--version'], {
+          encoding: 'utf8',
+        }).trim(),
+      }),
       options,
       seeded: Math.max(SEEDED, options.preload),
       scenarios: summary,
@@ -447,7 +463,8 @@ function printTable(report) {
   );
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
-      `${report.seeded} plants stored, synchronous=${report.options.synchronous}, ${report.node}`,
+      `${report.seeded} plants stored, synchronous=${report.options.synchronous}, ${report.node}` +
+        (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
   );
   for (const row of rows)
     console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));

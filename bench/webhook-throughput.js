@@ -45,17 +45,18 @@ function startReceiver(answer) {
 /**
  * Measures one build (its folder holds dist/): the backlog is written straight into the
  * database before the service starts, so the figure is the dispatcher's alone.
- * @param {{ root?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean }} options
+ * @param {{ root?: string, node?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean }} options
  */
-async function measureWebhookThroughput({ root = ROOT, plants = 5000, seconds = 10, name = 'service', slowReceiver = true } = {}) {
+async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true } = {}) {
   const fast = await startReceiver((response) => response.writeHead(204).end());
   const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
   const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
   const service = await startBuiltService(`webhooks-${name}`, env, {
     root,
+    node,
     prepare: (file, serviceEnv) => {
       for (const receiver of slowReceiver ? [fast, slow] : [fast]) {
-        execFileSync(process.execPath, [join(root, 'dist', 'cli.js'), 'webhooks', 'add', '--url', receiver.url], {
+        execFileSync(node, [join(root, 'dist', 'cli.js'), 'webhooks', 'add', '--url', receiver.url], {
           env: serviceEnv,
           stdio: 'ignore',
         });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
+import { gte, intersects, minVersion, satisfies } from 'semver';
 import { readAppConfig } from '../src/config/app.config';
 import { readDatabaseConfig } from '../src/config/database.config';
 import { ROOT } from './helpers/service-process';
@@ -69,17 +70,100 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/^HEALTHCHECK [\s\S]*\/health\/ready/m);
   });
 
-  it('builds and runs on Node 22, a supported LTS line that package.json names', () => {
+  it('builds and runs on the Node line that .nvmrc names', () => {
     expect(text.match(/^FROM \S+/gm)).toEqual([
-      'FROM node:22-bookworm-slim',
-      'FROM node:22-bookworm-slim',
+      `FROM node:${nodeLines.nvmrc}-bookworm-slim`,
+      `FROM node:${nodeLines.nvmrc}-bookworm-slim`,
     ]);
-    const { engines } = JSON.parse(
-      readFileSync(join(ROOT, 'package.json'), 'utf8'),
-    ) as { engines: { node: string } };
-    expect(engines.node.split(' || ')).toEqual(
-      expect.arrayContaining(['^20.19', '^22.12']),
+  });
+});
+
+/** The Node lines as each place names them: one story, which these tests hold together. */
+const nodeLines = (() => {
+  const ci = readFileSync(join(ROOT, '.ci', 'run'), 'utf8');
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+  };
+  const lock = JSON.parse(
+    readFileSync(join(ROOT, 'package-lock.json'), 'utf8'),
+  ) as {
+    packages: Record<string, { engines?: { node?: string } | string[] }>;
+  };
+  return {
+    nvmrc: readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim(),
+    ciPrimary: /^PRIMARY_NODE=(\d+)$/m.exec(ci)?.[1],
+    ciOthers: /^OTHER_NODES="([\d ]+)"$/m.exec(ci)?.[1].split(' ') ?? [],
+    engines: pkg.engines.node,
+    lock,
+  };
+})();
+
+describe('Node versions', () => {
+  /** The major lines that a range admits at least one version of. */
+  const majorsOf = (range: string) =>
+    Array.from({ length: 40 }, (_, major) => major).filter((major) =>
+      intersects(`^${major}.0.0`, range),
     );
+
+  it('engines admits exactly the lines CI tests, and .nvmrc names the one CI tests first', () => {
+    expect(nodeLines.ciPrimary).toBe(nodeLines.nvmrc);
+    expect(majorsOf(nodeLines.engines)).toEqual(
+      [nodeLines.ciPrimary, ...nodeLines.ciOthers]
+        .map(Number)
+        .sort((a, b) => a - b),
+    );
+  });
+
+  it('admits no end-of-life line: nothing before 22', () => {
+    expect(satisfies('20.19.0', nodeLines.engines)).toBe(false);
+    expect(satisfies('21.7.0', nodeLines.engines)).toBe(false);
+  });
+
+  it("starts each line where every installed package's engines allow it", () => {
+    const lowest = nodeLines.engines
+      .split('||')
+      .map((range) => minVersion(range)!.version);
+    const refused = Object.entries(nodeLines.lock.packages).flatMap(
+      ([path, { engines }]) => {
+        const wanted = Array.isArray(engines) ? undefined : engines?.node;
+        if (path === '' || !wanted) return [];
+        return lowest
+          .filter((version) => !satisfies(version, wanted))
+          .map((version) => `${path} wants node ${wanted}, not ${version}`);
+      },
+    );
+    expect(refused).toEqual([]);
+  });
+
+  it('starts each line where Node carries the Node-API version better-sqlite3 is built for', () => {
+    // the first release of each line with each Node-API version, from Node's changelogs: a new
+    // Node-API version of better-sqlite3 fails here until its row is added
+    const FIRST_WITH_NODE_API: Record<string, Record<number, string>> = {
+      '10': { 22: '22.14.0', 24: '24.0.0', 26: '26.0.0' },
+    };
+    const gyp = readFileSync(
+      join(ROOT, 'node_modules', 'better-sqlite3', 'binding.gyp'),
+      'utf8',
+    );
+    const napi = /NAPI_VERSION=(\d+)/.exec(gyp)?.[1] ?? 'unknown';
+    expect(Object.keys(FIRST_WITH_NODE_API)).toContain(napi);
+    for (const range of nodeLines.engines.split('||')) {
+      const lowest = minVersion(range)!;
+      const first = FIRST_WITH_NODE_API[napi][lowest.major];
+      expect(first && gte(lowest, first)).toBe(true);
+    }
+    expect(Number(process.versions.napi)).toBeGreaterThanOrEqual(Number(napi));
+  });
+
+  it('the lock file records the same engines as package.json', () => {
+    expect(nodeLines.lock.packages[''].engines).toEqual({
+      node: nodeLines.engines,
+    });
+  });
+
+  it('npm refuses to install on another Node (engine-strict)', () => {
+    const npmrc = readFileSync(join(ROOT, '.npmrc'), 'utf8');
+    expect(npmrc).toMatch(/^engine-strict=true$/m);
   });
 });
 
