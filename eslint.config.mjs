@@ -27,22 +27,18 @@ export default tseslint.config(
         'error',
         { argsIgnorePattern: '^_' },
       ],
-      // One statement per change (docs/adding-a-module.md): TypeORM shares one SQLite
-      // connection between concurrent requests, so a multi-statement transaction there takes in
-      // whatever else runs meanwhile (https://github.com/typeorm/typeorm/issues/1884).
+      // Transactions are opened by @Transactional() or DataSource.transaction, never by hand:
+      // those retry PostgreSQL's serialization failures and always give SQLite's one
+      // connection back (src/database/portable-data-source.ts)
       'no-restricted-properties': [
         'error',
-        ...[
-          'save',
-          'transaction',
-          'startTransaction',
-          'softRemove',
-          'recover',
-        ].map((property) => ({
-          property,
-          message:
-            'runs several statements in a transaction; write one statement per change (insert, update, delete) and publish events with a trigger: docs/adding-a-module.md, "One statement per change"',
-        })),
+        ...['startTransaction', 'commitTransaction', 'rollbackTransaction'].map(
+          (property) => ({
+            property,
+            message:
+              'opens or ends a transaction by hand; mark the method @Transactional() (or call DataSource.transaction): docs/adding-a-module.md, "Business rules"',
+          }),
+        ),
       ],
     },
   },
@@ -70,6 +66,11 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    // where transactions are implemented
+    files: ['src/database/portable-data-source.ts'],
+    rules: { 'no-restricted-properties': 'off' },
   },
   {
     files: ['**/*.spec.ts', 'test/**/*.ts'],

@@ -1,3 +1,4 @@
+import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
@@ -14,17 +15,28 @@ import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
 import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
 
+/** Modules added beside AppModule: a test's fixture module (test/fixtures/). */
+export interface CreateAppOptions {
+  imports?: ModuleMetadata['imports'];
+}
+
 /**
  * Builds the application exactly as users run it; main.ts and the e2e tests both call this, so
  * the tests exercise the same admission, serialisation and error handling. Bodies are read
  * later, by JsonBodyGuard, only for operations that take one.
  */
-export async function createApp(): Promise<NestExpressApplication> {
+export async function createApp({
+  imports = [],
+}: CreateAppOptions = {}): Promise<NestExpressApplication> {
   const config = readAppConfig(process.env);
   const logger = createRootLogger(config);
+  const root: DynamicModule | typeof AppModule =
+    imports.length === 0
+      ? AppModule
+      : { module: AppModule, imports: [...imports] };
   // JSON from the first line, boot included: no line in Nest's own format
   const app = await NestFactory.create<NestExpressApplication>(
-    AppModule,
+    root,
     new HardenedExpressAdapter(config),
     {
       bodyParser: false,

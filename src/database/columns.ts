@@ -34,6 +34,13 @@ export function Int64PrimaryColumn(
   });
 }
 
+/** An int64 column that is not the key (a reference to a plant, say), as a bigint. */
+export function Int64Column(
+  options: Omit<ColumnOptions, 'type' | 'transformer'> = {},
+): PropertyDecorator {
+  return Column({ ...options, type: 'bigint', transformer: int64Transformer });
+}
+
 /** An integer column small enough for a JS number (counts, status codes), as a number. */
 export function SmallIntegerColumn(
   options: Omit<ColumnOptions, 'type' | 'transformer'> = {},

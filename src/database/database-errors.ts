@@ -28,6 +28,15 @@ export function isUnstorableText(error: unknown): boolean {
   return driverCodeOf(error) === '22021';
 }
 
+/**
+ * PostgreSQL gave up a transaction so that the others stay consistent: a serialization failure
+ * (40001) or a deadlock (40P01). Nothing of it was applied; running it again may succeed.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  const code = driverCodeOf(error);
+  return code === '40001' || code === '40P01';
+}
+
 export function isUniqueViolation(error: unknown): boolean {
   const code = driverCodeOf(error);
   return (
@@ -81,12 +90,61 @@ export class DuplicateKeyError extends Error {
 }
 
 /**
+ * A rule the schema holds, broken by the change: a CHECK constraint, a foreign key, or a
+ * trigger that refuses on purpose (SQLite's `RAISE(ABORT, 'message')`, PL/pgSQL's
+ * `RAISE EXCEPTION 'message'`). The trigger's own words are the message.
+ */
+function describeRefusedChange(error: unknown): string | undefined {
+  const code = driverCodeOf(error);
+  if (code === undefined) return undefined;
+  const cause = driverErrorOf(error) as {
+    message?: string;
+    constraint?: string;
+    detail?: string;
+  };
+  const message = cause.message ?? '';
+  switch (code) {
+    case 'SQLITE_CONSTRAINT_TRIGGER':
+    case 'P0001':
+      return message;
+    case 'SQLITE_CONSTRAINT_CHECK':
+    case '23514': {
+      const name =
+        cause.constraint ?? /CHECK constraint failed: (.+)$/.exec(message)?.[1];
+      return `the change breaks the rule ${name ? `"${name}"` : 'of a CHECK constraint'}`;
+    }
+    case 'SQLITE_CONSTRAINT_FOREIGNKEY':
+    case '23503': {
+      const missing =
+        /^Key \((.+?)\)=\((.*)\) is not present in table "(.+)"/.exec(
+          cause.detail ?? '',
+        );
+      const referenced =
+        /^Key \((.+?)\)=\((.*)\) is still referenced from table "(.+)"/.exec(
+          cause.detail ?? '',
+        );
+      if (missing)
+        return `${missing[1]} ${missing[2]} refers to no row of ${missing[3]}`;
+      if (referenced) {
+        return `${referenced[1]} ${referenced[2]} is still referred to from ${referenced[3]}`;
+      }
+      return 'the change refers to a record that does not exist, or removes one that others refer to';
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
  * What a database error says about the request that caused it, when it is the request's
- * fault: the one place that maps them to 400, so that no module turns a duplicate key or a
- * text PostgreSQL cannot hold into a 500 (docs/decisions.md, "Status codes").
+ * fault: the one place that maps them to 400, so that no module turns a duplicate key, a
+ * rule of the schema, or a text PostgreSQL cannot hold into a 500 (docs/decisions.md,
+ * "Status codes").
  */
 export function describeRequestProblem(error: unknown): string | undefined {
   if (error instanceof DuplicateKeyError) return error.message;
+  const refused = describeRefusedChange(error);
+  if (refused !== undefined) return refused;
   const columns = uniqueKeyColumnsOf(error);
   if (columns) {
     return columns.length > 0
@@ -105,10 +163,11 @@ const UNAVAILABLE_SQLITE_CODES =
 /**
  * PostgreSQL SQLSTATEs and socket errors that mean the server is away, overloaded or shutting
  * down: connection exceptions (08), insufficient resources (53), operator intervention (57,
- * which includes statement_timeout's 57014), read-only transactions (25006).
+ * which includes statement_timeout's 57014), read-only transactions (25006), and transactions
+ * that still conflicted after every attempt (40001, 40P01: nothing was changed).
  */
 const UNAVAILABLE_POSTGRES_CODES =
-  /^(08...|53...|57...|25006|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
+  /^(08...|53...|57...|25006|40001|40P01|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
 
 /**
  * pg's own words when a pooled connection dies, none can be had in time, or a query's answer

@@ -1,5 +1,8 @@
 import { Global, Logger, Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { ClsModule } from 'nestjs-cls';
 import { databaseConfig, type DatabaseConfig } from '../config/database.config';
 import {
   createDataSourceOptions,
@@ -11,6 +14,10 @@ import { PortableDataSource } from './portable-data-source';
 /**
  * The one DataSource; each feature module brings its entities with TypeOrmModule.forFeature.
  * Global for DatabaseAvailability, which the exception filter and readiness share.
+ *
+ * Business rules run in transactions through @nestjs-cls/transactional: `@Transactional()` on
+ * a service method, `TransactionHost` for its EntityManager. Its TypeORM adapter opens them
+ * with `DataSource.transaction`, which PortableDataSource makes safe on both engines.
  */
 @Global()
 @Module({
@@ -32,6 +39,16 @@ import { PortableDataSource } from './portable-data-source';
       },
       dataSourceFactory: (options) =>
         Promise.resolve(new PortableDataSource(options!)),
+    }),
+    ClsModule.forRoot({
+      global: true,
+      plugins: [
+        new ClsPluginTransactional({
+          adapter: new TransactionalAdapterTypeOrm({
+            dataSourceToken: getDataSourceToken(),
+          }),
+        }),
+      ],
     }),
   ],
 })

@@ -6,15 +6,18 @@ import type {
   QueryResult,
 } from 'typeorm';
 import { DuplicateKeyError, uniqueKeyColumnsOf } from './database-errors';
+import { NumberedPlaceholders } from './numbered-placeholders';
+import { transactionRunnerOf } from './portable-data-source';
 
 /**
  * Hand-written SQL for an entity, for the queries on a request's hot path, where the cost of
  * TypeORM's query builder shows in the benchmark (bench/README.md). It runs on TypeORM's public
  * API only (DataSource, QueryRunner, the entity's metadata), and one text serves every engine:
- * `parameter(n)` spells the driver's own placeholder, and rows are read into entities through
- * the entity's column metadata (names, transformers, dates), as the Repository API reads them.
- * Each call is one statement, so it is atomic on its own, on SQLite's single shared connection
- * too (docs/adding-a-module.md, "One statement per change").
+ * `parameter(n)` spells the n-th placeholder (`$n`, `?n`), bound by its number on both
+ * engines, and rows are read into entities through the entity's column metadata (names,
+ * transformers, dates), as the Repository API reads them. Each call is one statement, atomic
+ * on its own; inside a transaction it takes part in it (docs/adding-a-module.md, "Business
+ * rules").
  */
 export class EntitySql<Entity extends ObjectLiteral> {
   private readonly metadata: EntityMetadata;
@@ -26,6 +29,10 @@ export class EntitySql<Entity extends ObjectLiteral> {
   ) {
     this.metadata = dataSource.getMetadata(entity);
     const { driver } = dataSource;
+    this.numbered =
+      driver.options.type === 'postgres'
+        ? undefined
+        : new NumberedPlaceholders();
     const columns = this.metadata.columns
       .map((column) => driver.escape(column.databaseName))
       .join(', ');
@@ -35,9 +42,21 @@ export class EntitySql<Entity extends ObjectLiteral> {
     this.insertStatement = `INSERT INTO ${driver.escape(this.metadata.tableName)} (${columns}) VALUES (${values})`;
   }
 
-  /** The driver's placeholder for the n-th parameter, counting from 1: `?` or `$n`. */
-  readonly parameter = (position: number): string =>
-    this.dataSource.driver.createParameter(`p${position}`, position - 1);
+  /**
+   * The n-th parameter's placeholder, counting from 1: `$n` on PostgreSQL, `?n` on SQLite. A
+   * statement may use them in any order and more than once.
+   */
+  readonly parameter = (position: number): string => {
+    if (!Number.isSafeInteger(position) || position < 1) {
+      throw new RangeError(
+        `a parameter's position counts from 1, not ${position}`,
+      );
+    }
+    return this.numbered ? `?${position}` : `$${position}`;
+  };
+
+  /** SQLite binds `?` by order; its `?n` is rewritten once per text (numbered-placeholders). */
+  private readonly numbered: NumberedPlaceholders | undefined;
 
   /**
    * Inserts one entity, every column written. A row that takes a unique key already held
@@ -82,11 +101,16 @@ export class EntitySql<Entity extends ObjectLiteral> {
 
   /**
    * Through a query runner, for results of the same shape on every engine (`DataSource.query`
-   * answers a DELETE with rows on one and `[rows, count]` on the other). The driver's runner,
-   * not `DataSource.createQueryRunner`, which also builds an EntityManager per call that plain
-   * SQL never uses.
+   * answers a DELETE with rows on one and `[rows, count]` on the other). Inside a transaction,
+   * its runner; elsewhere the driver's, not `DataSource.createQueryRunner`, which also builds
+   * an EntityManager per call that plain SQL never uses.
    */
-  private async run(sql: string, parameters: unknown[]): Promise<QueryResult> {
+  private async run(text: string, values: unknown[]): Promise<QueryResult> {
+    const [sql, parameters] = this.numbered
+      ? this.numbered.bind(text, values)
+      : [text, values];
+    const joined = transactionRunnerOf(this.dataSource);
+    if (joined) return joined.query(sql, parameters, true);
     const runner = this.dataSource.driver.createQueryRunner('master');
     try {
       return await runner.query(sql, parameters, true);

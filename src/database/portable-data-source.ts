@@ -1,10 +1,55 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   DataSource,
   MigrationExecutor,
+  type EntityManager,
   type Migration,
   type QueryRunner,
 } from 'typeorm';
-import { explainConnectFailure } from './database-errors';
+import { ConnectionGate } from './connection-gate';
+import {
+  explainConnectFailure,
+  isTransactionConflict,
+} from './database-errors';
+
+/** The transaction an async context runs in: its owner's runner, and what joiners get. */
+interface ActiveTransaction {
+  dataSource: DataSource;
+  owner: QueryRunner;
+  /** The owner's runner for code that joins: releasing it gives nothing back. */
+  joined: QueryRunner;
+}
+
+const activeTransaction = new AsyncLocalStorage<ActiveTransaction>();
+
+/**
+ * The runner of the transaction the caller runs in on this data source, if any: what every
+ * statement of the caller must use to take part in it (EntitySql asks; TypeORM's own calls go
+ * through `createQueryRunner`, which answers the same).
+ */
+export function transactionRunnerOf(
+  dataSource: DataSource,
+): QueryRunner | undefined {
+  const active = activeTransaction.getStore();
+  return active?.dataSource === dataSource ? active.joined : undefined;
+}
+
+/**
+ * How many times a transaction runs before a serialization failure or a deadlock on PostgreSQL
+ * is given up on (then 503: nothing was changed, the client may try again).
+ */
+export const TRANSACTION_ATTEMPTS = 20;
+
+/** Full jitter, 5 ms doubling to at most 250 ms: contenders spread out instead of colliding. */
+const retryDelayMs = (attempt: number) =>
+  Math.random() * Math.min(250, 5 * 2 ** attempt);
+
+type Work<T> = (manager: EntityManager) => Promise<T>;
+
+/** TypeORM's isolation levels (the package root does not export their type). */
+export type IsolationLevel = NonNullable<
+  Parameters<QueryRunner['startTransaction']>[0]
+>;
 
 /**
  * The key of the session-level advisory lock that migrations run under on PostgreSQL: any
@@ -36,15 +81,206 @@ const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
  * `npm run migration:generate` compares the migrated schema with what the service reads.
  */
 export class PortableDataSource extends DataSource {
+  /** SQLite only: the one connection, shared by statements and held by a transaction. */
+  private gate?: ConnectionGate;
+  private sharedRunner?: QueryRunner;
+  private runOnConnection?: QueryRunner['query'];
+
   /** A server that refuses us at start is reported in one line saying what to fix. */
   override async initialize(): Promise<this> {
     try {
-      return await super.initialize();
+      await super.initialize();
     } catch (error) {
       const url =
         this.options.type === 'postgres' ? this.options.url : undefined;
       throw (url && explainConnectFailure(error, url)) || error;
     }
+    if (this.options.type === 'better-sqlite3') this.gateSqliteConnection();
+    return this;
+  }
+
+  /**
+   * Transactions that are safe on both engines, with TypeORM's own signature: what
+   * `@Transactional()` (@nestjs-cls/transactional's TypeORM adapter), `Repository.save` and a
+   * module's own code all end up in (docs/adding-a-module.md, "Business rules").
+   *
+   * - All or nothing, isolated from every other request. On SQLite the transaction holds the
+   *   one connection alone while it runs (ConnectionGate): other requests' statements wait
+   *   for it instead of landing inside it. On PostgreSQL it runs on a pooled connection of its
+   *   own, SERIALIZABLE unless told otherwise, so a rule that reads, checks and writes in
+   *   TypeScript holds under concurrency.
+   * - A serialization failure or a deadlock on PostgreSQL runs `work` again, up to
+   *   TRANSACTION_ATTEMPTS times in all: `work` must do nothing but database work.
+   * - Called inside a transaction, it joins it (a savepoint: its failure undoes only itself).
+   *   TypeORM calls made inside `work` through any repository, injected or not, join it too.
+   */
+  override transaction<T>(work: Work<T>): Promise<T>;
+  override transaction<T>(
+    isolationLevel: IsolationLevel,
+    work: Work<T>,
+  ): Promise<T>;
+  override async transaction<T>(
+    isolationOrWork: IsolationLevel | Work<T> | undefined,
+    maybeWork?: Work<T>,
+  ): Promise<T> {
+    const [isolation, work] =
+      typeof isolationOrWork === 'function'
+        ? [undefined, isolationOrWork]
+        : [isolationOrWork, maybeWork!];
+    const joined = transactionRunnerOf(this);
+    if (joined) {
+      return isolation
+        ? joined.manager.transaction(isolation, work)
+        : joined.manager.transaction(work);
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.runTransaction(isolation, work);
+      } catch (error) {
+        if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) {
+          throw error;
+        }
+        await new Promise((resolve) =>
+          setTimeout(resolve, retryDelayMs(attempt)),
+        );
+      }
+    }
+  }
+
+  private async runTransaction<T>(
+    isolation: IsolationLevel | undefined,
+    work: Work<T>,
+  ): Promise<T> {
+    const owner = this.createQueryRunner();
+    const joined =
+      this.gate !== undefined
+        ? owner
+        : (Object.create(owner, {
+            release: { value: () => Promise.resolve() },
+          }) as QueryRunner);
+    try {
+      return await activeTransaction.run(
+        { dataSource: this, owner, joined },
+        async () => {
+          await owner.startTransaction(
+            isolation ??
+              (this.options.type === 'postgres' ? 'SERIALIZABLE' : undefined),
+          );
+          try {
+            const result = await work(owner.manager);
+            await owner.commitTransaction();
+            return result;
+          } catch (error) {
+            if (owner.isTransactionActive) {
+              await owner.rollbackTransaction().catch(() => undefined);
+            }
+            throw error;
+          }
+        },
+      );
+    } finally {
+      await owner.release();
+    }
+  }
+
+  /**
+   * The data source's own manager (`dataSource.manager`, the one a repository injected outside
+   * a transaction uses) opens its transactions here too, not on a runner of its own.
+   */
+  override createEntityManager(queryRunner?: QueryRunner): EntityManager {
+    const manager = super.createEntityManager(queryRunner);
+    if (!queryRunner) {
+      manager.transaction = ((
+        ...args: Parameters<EntityManager['transaction']>
+      ) =>
+        (this.transaction as (...a: unknown[]) => Promise<unknown>)(
+          ...args,
+        )) as EntityManager['transaction'];
+    }
+    return manager;
+  }
+
+  /**
+   * Inside a transaction, every TypeORM call of the caller (an injected repository, a query
+   * builder) gets the transaction's runner and so takes part in it. On SQLite, elsewhere, a
+   * session of its own over the one connection: its statements pass the gate, and a
+   * transaction it starts (`Repository.save` starts one) holds the connection until it ends.
+   */
+  override createQueryRunner(
+    mode?: Parameters<DataSource['createQueryRunner']>[0],
+  ): QueryRunner {
+    const joined = transactionRunnerOf(this);
+    if (joined) return joined;
+    return this.gate ? this.sqliteSession() : super.createQueryRunner(mode);
+  }
+
+  /**
+   * The one SQLite runner's statements go through the gate from now on: they run beside each
+   * other, never inside another request's transaction. The holder's own pass at once.
+   */
+  private gateSqliteConnection(): void {
+    const gate = new ConnectionGate();
+    const shared = this.driver.createQueryRunner('master');
+    const run = shared.query.bind(shared);
+    const query = (
+      sql: string,
+      parameters?: unknown[],
+      structured?: boolean,
+    ) =>
+      gate.busy && this.holds(gate)
+        ? run(sql, parameters, structured as true)
+        : gate.statement(() => run(sql, parameters, structured as true));
+    shared.query = query as QueryRunner['query'];
+    Object.assign(this, { gate, sharedRunner: shared, runOnConnection: run });
+  }
+
+  /** Whether the caller runs inside the transaction that holds the SQLite connection. */
+  private holds(gate: ConnectionGate): boolean {
+    const active = activeTransaction.getStore();
+    return active !== undefined && active.owner === gate.holder;
+  }
+
+  /**
+   * A runner of its own over SQLite's one connection: its own transaction state, and a
+   * transaction that holds the gate from BEGIN to COMMIT or ROLLBACK.
+   */
+  private sqliteSession(): QueryRunner {
+    const gate = this.gate!;
+    const shared = this.sharedRunner!;
+    const run = this.runOnConnection!;
+    const session = Object.create(shared) as QueryRunner;
+    const endOf =
+      (end: 'commitTransaction' | 'rollbackTransaction') =>
+      async (): Promise<void> => {
+        try {
+          await shared[end].call(session);
+        } finally {
+          if (!session.isTransactionActive) gate.release(session);
+        }
+      };
+    Object.assign(session, {
+      isTransactionActive: false,
+      transactionDepth: 0,
+      query: (sql: string, parameters?: unknown[], structured?: boolean) =>
+        gate.holder === session
+          ? run(sql, parameters, structured as true)
+          : gate.statement(() => run(sql, parameters, structured as true)),
+      startTransaction: async (isolation?: IsolationLevel) => {
+        if (!session.isTransactionActive) await gate.acquire(session);
+        try {
+          await shared.startTransaction.call(session, isolation);
+        } finally {
+          if (!session.isTransactionActive) gate.release(session);
+        }
+      },
+      commitTransaction: endOf('commitTransaction'),
+      rollbackTransaction: endOf('rollbackTransaction'),
+      // the connection stays open for everyone; a joiner's release gives nothing back
+      release: () => Promise.resolve(),
+      manager: undefined,
+    });
+    Object.assign(session, { manager: this.createEntityManager(session) });
+    return session;
   }
 
   /**
@@ -67,7 +303,6 @@ export class PortableDataSource extends DataSource {
         // the executor's settings, as DataSource.runMigrations makes them
         Object.assign(executor, {
           transaction:
-            // eslint-disable-next-line no-restricted-properties -- the migrations' own mode
             options?.transaction ??
             this.options.migrationsTransactionMode ??
             'all',

@@ -2,10 +2,12 @@ import type { Type } from '@nestjs/common';
 
 /**
  * An event the service publishes, as the catalogue (events.ts) lists it: what the webhook
- * subscriptions, the CLI and the OpenAPI document's `webhooks` know about it. The event itself
- * is written by a trigger on the changed table (event-triggers.ts), in the module's migrations.
+ * subscriptions, the CLI and the OpenAPI document's `webhooks` know about it. A service
+ * publishes it with `EventPublisher.publish(definition, payload)` inside its transaction, the
+ * payload typed by the definition; the plants' events are written by triggers on their table
+ * instead (event-triggers.ts), which cost an insert nothing while no one subscribes.
  */
-export interface EventDefinition {
+export interface EventDefinition<Payload = unknown> {
   /** `<resource>.<past participle>`, such as `plant.added`. */
   type: string;
   /** The key of its entry in the OpenAPI document's `webhooks`. */
@@ -14,6 +16,6 @@ export interface EventDefinition {
   summary: string;
   description: string;
   /** The DTO whose schema describes the delivered body. */
-  payload: Type<unknown>;
+  payload: Type<Payload>;
   payloadDescription: string;
 }

@@ -36,7 +36,7 @@ function payloadArguments({ on, fields }: EventTrigger): string {
  * EventOutbox migration defines it over the webhook subscriptions; a new kind of consumer
  * adds its rows to the view.
  */
-function isConsumed(type: string, postgres: boolean): string {
+export function isConsumed(type: string, postgres: boolean): string {
   const wanted = postgres
     ? `position(',' || ${type} || ',' in ',' || "event_types" || ',') > 0`
     : `instr(',' || "event_types" || ',', ',' || ${type} || ',') > 0`;

@@ -12,7 +12,7 @@ import { TokensService } from '../../src/auth/tokens.service';
 import { appConfig, type AppConfig } from '../../src/config/app.config';
 import { buildOpenApiDocument } from '../../src/openapi/openapi-document';
 import { openApiJson } from '../../src/openapi/openapi-text';
-import { createApp } from '../../src/setup-app';
+import { createApp, type CreateAppOptions } from '../../src/setup-app';
 import { recordResponse, useResponseContract } from './response-contract';
 import type { Doc } from './openapi-contract';
 
@@ -102,6 +102,8 @@ export async function startTestApp(
     databaseFile?: string;
     env?: Record<string, string>;
     port?: number;
+    /** Modules beside AppModule, such as a fixture module of test/fixtures/. */
+    imports?: CreateAppOptions['imports'];
   } = {},
 ): Promise<TestApp> {
   const folder = options.databaseFile ? undefined : makeTempFolder();
@@ -130,7 +132,7 @@ export async function startTestApp(
   });
   let app: NestExpressApplication;
   try {
-    app = await createApp();
+    app = await createApp({ imports: options.imports });
   } finally {
     process.env = savedEnv;
   }

@@ -6,6 +6,7 @@ import {
   type ValidationError,
 } from '@nestjs/common';
 import { UnreadableBody } from '../json/json-body';
+import { integersAsNumbers } from './integers-as-numbers';
 
 function collectMessages(errors: ValidationError[]): string[] {
   return errors.flatMap((error) => [
@@ -82,6 +83,7 @@ export class AppValidationPipe extends ValidationPipe {
           `request body must be a JSON object, got ${describeJsonType(value)}`,
         );
       }
+      integersAsNumbers(value, metadata.metatype);
     }
     return (await super.transform(value, metadata)) as unknown;
   }

@@ -30,6 +30,32 @@ export interface Int64PropertyOptions {
   example?: bigint;
 }
 
+const INT64_PROPERTIES = Symbol('int64Properties');
+
+/** Remembers that `property` of a DTO is an int64, for `int64PropertiesOf`. */
+function MarkInt64(): PropertyDecorator {
+  return (target, property) => {
+    const owner = target.constructor;
+    const marked = int64PropertiesOf(owner);
+    Reflect.defineMetadata(
+      INT64_PROPERTIES,
+      new Set([...marked, property]),
+      owner,
+    );
+  };
+}
+
+/** The properties of a DTO class (and its parents) declared with `@Int64Property()`. */
+export function int64PropertiesOf(type: unknown): ReadonlySet<string | symbol> {
+  return (
+    (typeof type === 'function' &&
+      (Reflect.getMetadata(INT64_PROPERTIES, type) as
+        | Set<string | symbol>
+        | undefined)) ||
+    new Set()
+  );
+}
+
 /**
  * A DTO property that is a true int64 (docs/decisions.md, "id is a true int64"): validated as
  * one, read exactly as a bigint, and documented as `integer`/`int64`. Its description comes
@@ -59,6 +85,7 @@ export function Int64Property({
         ]
       : []),
     IsInt64(),
+    MarkInt64(),
   );
 }
 

@@ -1,0 +1,78 @@
+interface Waiter {
+  holder: object | undefined;
+  resume: () => void;
+}
+
+/**
+ * Makes SQLite's one connection something a transaction can own. TypeORM gives every request
+ * the same connection, so a transaction left open across an `await` would otherwise take in
+ * the statements of every other request meanwhile, and its rollback would erase their
+ * acknowledged writes. The gate is a readers-writer lock over that connection: single
+ * statements share it, a transaction holds it alone.
+ *
+ * - A statement runs at once while no transaction holds the connection or waits for it. It
+ *   counts as in flight until it ends, because TypeORM awaits before it reaches the driver.
+ * - A transaction's holder gets the connection once no statement is in flight and no other
+ *   holder has it. Whoever comes after it, statement or transaction, waits its turn: first
+ *   come, first served, so neither kind starves the other.
+ * - The holder's own statements do not come through `statement`: the data source tells them
+ *   apart (portable-data-source.ts) and runs them directly.
+ */
+export class ConnectionGate {
+  private inFlight = 0;
+  private current: object | undefined;
+  private readonly queue: Waiter[] = [];
+
+  /** Whether a statement would wait: what the hot path checks before anything else. */
+  get busy(): boolean {
+    return this.current !== undefined || this.queue.length > 0;
+  }
+
+  /** The transaction's owner that holds the connection, if any. */
+  get holder(): object | undefined {
+    return this.current;
+  }
+
+  /** Runs one statement (or anything atomic on its own) outside every transaction. */
+  async statement<T>(run: () => Promise<T>): Promise<T> {
+    if (this.busy) await this.wait(undefined);
+    else this.inFlight += 1;
+    try {
+      return await run();
+    } finally {
+      this.inFlight -= 1;
+      this.admit();
+    }
+  }
+
+  /** Resolves once `holder` has the connection alone; `release(holder)` gives it back. */
+  async acquire(holder: object): Promise<void> {
+    if (this.busy || this.inFlight > 0) await this.wait(holder);
+    else this.current = holder;
+  }
+
+  release(holder: object): void {
+    if (this.current !== holder) return;
+    this.current = undefined;
+    this.admit();
+  }
+
+  private wait(holder: object | undefined): Promise<void> {
+    return new Promise((resume) => this.queue.push({ holder, resume }));
+  }
+
+  /** Lets in, in order, every statement up to the next transaction, then that transaction. */
+  private admit(): void {
+    while (this.queue.length > 0 && this.current === undefined) {
+      const next = this.queue[0];
+      if (next.holder !== undefined) {
+        if (this.inFlight > 0) return;
+        this.current = next.holder;
+      } else {
+        this.inFlight += 1;
+      }
+      this.queue.shift();
+      next.resume();
+    }
+  }
+}
