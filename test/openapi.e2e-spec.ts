@@ -483,6 +483,28 @@ describe('the OpenAPI document', () => {
       );
     });
 
+    it('reports a bound of the reference that the generated document drops or changes', () => {
+      const broken = mutated((document) => {
+        const limit = (
+          ((document.paths as Doc)['/plants'] as Doc).get as {
+            parameters: { name: string; schema: Doc }[];
+          }
+        ).parameters.find(({ name }) => name === 'limit')!.schema;
+        delete limit.maximum;
+        limit.minimum = 0;
+      });
+      expect(compareWithReference(reference, broken)).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(
+            /limit.*: maximum is not set in the generated document, 1000 in the reference$/,
+          ),
+          expect.stringMatching(
+            /limit.*: minimum is 0 in the generated document, 1 in the reference$/,
+          ),
+        ]),
+      );
+    });
+
     it('reports a dropped 400 response', () => {
       const broken = mutated((document) => {
         delete (

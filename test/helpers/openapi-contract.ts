@@ -43,7 +43,20 @@ const ALLOWED_EXTRA_RESPONSE_PROPERTIES: Record<string, NormalizedSchema> = {
   id: { type: 'integer', format: 'int64' },
 };
 
-export interface NormalizedSchema {
+/** The bounds a schema sets on its values: where the reference sets one, the generated must match. */
+const BOUNDS = [
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'pattern',
+] as const;
+
+type Bound = (typeof BOUNDS)[number];
+
+export interface NormalizedSchema extends Partial<Record<Bound, unknown>> {
   type?: string;
   format?: string;
   enum?: unknown[];
@@ -86,6 +99,9 @@ export function normalizeSchema(
   if (typeof node.type === 'string') own.type = node.type;
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
+  for (const bound of BOUNDS) {
+    if (node[bound] !== undefined) own[bound] = node[bound];
+  }
   if (typeof node.minItems === 'number') own.minItems = node.minItems;
   if (typeof node.maxItems === 'number') own.maxItems = node.maxItems;
   if (typeof node.uniqueItems === 'boolean') own.uniqueItems = node.uniqueItems;
@@ -145,6 +161,16 @@ export function compareSchemas(
     differences.push(
       `${where}: enum differs (${JSON.stringify(generated.enum)} vs ${JSON.stringify(reference.enum)})`,
     );
+  }
+  // a bound the reference sets is part of the contract; one only the generated document sets
+  // is a tightening that docs/decisions.md makes (name and tag lengths, int64 bounds)
+  for (const bound of BOUNDS) {
+    const wanted = reference[bound];
+    if (wanted !== undefined && String(wanted) !== String(generated[bound])) {
+      differences.push(
+        `${where}: ${bound} is ${generated[bound] === undefined ? 'not set' : String(generated[bound])} in the generated document, ${String(wanted)} in the reference`,
+      );
+    }
   }
   const referenceRequired = new Set(reference.required ?? []);
   const generatedRequired = new Set(generated.required ?? []);
