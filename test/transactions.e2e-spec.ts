@@ -1,3 +1,4 @@
+import { ApplicationConfig } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { EntitySql } from '../src/database/entity-sql';
 import { describeRequestProblem } from '../src/database/database-errors';
@@ -180,6 +181,17 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     expect(read.status).toBe(200);
     // on SQLite the read waits for the transaction, on PostgreSQL not at all; never longer
     expect(readEnded - transactionEnded).toBeLessThan(1000);
+  });
+
+  it("adds no guard or interceptor to requests: only the service's own run on each", () => {
+    const config = testApp.app.get(ApplicationConfig);
+    const names = (enhancers: object[]) =>
+      enhancers.map((enhancer) => enhancer.constructor.name);
+    expect(names(config.getGlobalGuards())).toEqual([
+      'BearerGuard',
+      'JsonBodyGuard',
+    ]);
+    expect(names(config.getGlobalInterceptors())).toEqual([]);
   });
 
   it('refuses to publish an event outside a transaction', async () => {

@@ -1,4 +1,11 @@
-import { Global, Logger, Module } from '@nestjs/common';
+import {
+  Global,
+  Logger,
+  Module,
+  type DynamicModule,
+  type ModuleMetadata,
+} from '@nestjs/common';
+import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
@@ -10,6 +17,29 @@ import {
 } from './data-source-options';
 import { DatabaseAvailability } from './database-availability';
 import { PortableDataSource } from './portable-data-source';
+
+/**
+ * ClsModule registers a global guard and a global interceptor even when, as here, it mounts
+ * neither: they do nothing, yet every request pays for them (6 % of a `GET /plants/{id}`'s
+ * instructions, bench/README.md). Transactions need only ClsService and the plugin's providers.
+ */
+function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
+  const isEnhancer = (provider: unknown) =>
+    typeof provider === 'object' &&
+    provider !== null &&
+    'provide' in provider &&
+    (provider.provide === APP_GUARD || provider.provide === APP_INTERCEPTOR);
+  const imports: ModuleMetadata['imports'] = module.imports?.map((imported) =>
+    typeof imported === 'object' && 'module' in imported
+      ? withoutRequestEnhancers(imported)
+      : imported,
+  );
+  return {
+    ...module,
+    providers: module.providers?.filter((provider) => !isEnhancer(provider)),
+    imports,
+  };
+}
 
 /**
  * The one DataSource; each feature module brings its entities with TypeOrmModule.forFeature.
@@ -40,16 +70,18 @@ import { PortableDataSource } from './portable-data-source';
       dataSourceFactory: (options) =>
         Promise.resolve(new PortableDataSource(options!)),
     }),
-    ClsModule.forRoot({
-      global: true,
-      plugins: [
-        new ClsPluginTransactional({
-          adapter: new TransactionalAdapterTypeOrm({
-            dataSourceToken: getDataSourceToken(),
+    withoutRequestEnhancers(
+      ClsModule.forRoot({
+        global: true,
+        plugins: [
+          new ClsPluginTransactional({
+            adapter: new TransactionalAdapterTypeOrm({
+              dataSourceToken: getDataSourceToken(),
+            }),
           }),
-        }),
-      ],
-    }),
+        ],
+      }),
+    ),
   ],
 })
 export class DatabaseModule {}
