@@ -45,6 +45,8 @@ function MarkInt64(): PropertyDecorator {
   };
 }
 
+const NONE: ReadonlySet<string | symbol> = new Set();
+
 /** The properties of a DTO class (and its parents) declared with `@Int64Property()`. */
 export function int64PropertiesOf(type: unknown): ReadonlySet<string | symbol> {
   return (
@@ -52,7 +54,7 @@ export function int64PropertiesOf(type: unknown): ReadonlySet<string | symbol> {
       (Reflect.getMetadata(INT64_PROPERTIES, type) as
         | Set<string | symbol>
         | undefined)) ||
-    new Set()
+    NONE
   );
 }
 

@@ -14,26 +14,29 @@ export function integersAsNumbers(value: unknown, type: unknown): void {
   for (const key of Object.keys(record)) {
     if (int64.has(key)) continue;
     const member = record[key];
-    const nested =
-      typeof type === 'function'
-        ? (Reflect.getMetadata(
-            'design:type',
-            type.prototype as object,
-            key,
-          ) as unknown)
-        : undefined;
-    if (Array.isArray(member)) {
+    if (typeof member === 'bigint') {
+      record[key] = asNumber(member);
+    } else if (Array.isArray(member)) {
       // the element type of an array of DTOs is not declared where this can read it: its
       // objects keep their bigints (an int64 among them must stay one)
       member.forEach((item: unknown, index) => {
         if (typeof item === 'bigint') member[index] = asNumber(item);
       });
-    } else if (typeof member === 'bigint') {
-      record[key] = asNumber(member);
-    } else {
-      integersAsNumbers(member, nested);
+    } else if (typeof member === 'object' && member !== null) {
+      integersAsNumbers(member, declaredType(type, key));
     }
   }
+}
+
+/** The class a DTO declares for a property (TypeScript's design:type), for nested DTOs. */
+function declaredType(type: unknown, key: string): unknown {
+  return typeof type === 'function'
+    ? (Reflect.getMetadata(
+        'design:type',
+        type.prototype as object,
+        key,
+      ) as unknown)
+    : undefined;
 }
 
 const asNumber = (integer: bigint): number | bigint =>
