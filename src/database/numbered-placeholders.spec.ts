@@ -33,4 +33,20 @@ describe('NumberedPlaceholders', () => {
     const values = Array.from({ length: 10 }, (_, index) => index + 1);
     expect(placeholders.bind('SELECT ?10', values)[1]).toEqual([10]);
   });
+
+  it('passes only the values a statement reads, even in order', () => {
+    expect(placeholders.bind('SELECT ?1', [1, 2])).toEqual(['SELECT ?', [1]]);
+  });
+
+  it('keeps at most 1000 rewritten texts, starting afresh past that', () => {
+    const fresh = new NumberedPlaceholders();
+    const plans = (fresh as unknown as { plans: Map<string, unknown> }).plans;
+    for (let index = 0; index < 1000; index += 1) {
+      fresh.bind(`SELECT ?1 AS c${index}`, [index]);
+    }
+    fresh.bind('SELECT ?1 AS c0', [0]);
+    expect(plans.size).toBe(1000);
+    fresh.bind('SELECT ?1 AS one_more', [0]);
+    expect(plans.size).toBe(1);
+  });
 });
