@@ -56,7 +56,8 @@ const BOUNDS = [
 
 type Bound = (typeof BOUNDS)[number];
 
-export interface NormalizedSchema extends Partial<Record<Bound, unknown>> {
+export interface NormalizedSchema
+  extends Partial<Record<Bound, string | number | bigint>> {
   type?: string;
   format?: string;
   enum?: unknown[];
@@ -100,7 +101,9 @@ export function normalizeSchema(
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
   for (const bound of BOUNDS) {
-    if (node[bound] !== undefined) own[bound] = node[bound];
+    if (node[bound] !== undefined) {
+      own[bound] = node[bound] as string | number | bigint;
+    }
   }
   if (typeof node.minItems === 'number') own.minItems = node.minItems;
   if (typeof node.maxItems === 'number') own.maxItems = node.maxItems;
