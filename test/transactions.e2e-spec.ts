@@ -155,6 +155,21 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     expect(await ordersOf(4n)).toEqual([]);
   });
 
+  it("opens the data source's own manager's transactions the same way", async () => {
+    await stock(9n, 3);
+    await dataSource.manager.transaction(async (manager) => {
+      await manager
+        .getRepository(StockItem)
+        .update({ plantId: 9n }, { quantity: 2 });
+      // publish refuses outside a transaction this data source opened
+      await testApp.app
+        .get(EventPublisher)
+        .publish(ORDER_PLACED, { id: 'by-hand', plantId: 9n, quantity: 1 });
+    });
+    expect(await orders.inStock(9n)).toBe(2);
+    expect(await eventsOf(9n)).toHaveLength(1);
+  });
+
   it('holds unrelated reads no longer than a slow transaction runs', async () => {
     await stock(5n, 1);
     await testApp
