@@ -2,9 +2,13 @@
 # Node 24, the line .nvmrc names and CI tests first, supported to April 2028 (docs/decisions.md,
 # "Node.js versions").
 # Build stage: compiles TypeScript, then drops the dev dependencies. better-sqlite3 13 ships
-# prebuilt Node-API binaries for linux x64 and arm64 (glibc and musl), so no compiler is needed.
+# prebuilt Node-API binaries for linux x64 and arm64 (glibc and musl), but npm still runs
+# node-gyp over its binding.gyp, which finds the prebuilt one and compiles nothing: it needs
+# python3 and make (and g++ on a platform without a prebuilt binary).
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json ./
