@@ -37,6 +37,13 @@ async function timed<T>(
   return { value, ms: performance.now() - started };
 }
 
+// One Redis timeout, not much shorter: when the event loop wakes from a pause longer than the
+// timeout, a command's timer and its reply are both due, and timers run first. With 300 ms, a
+// second outage was logged after the first had ended, on a healthy Redis, in two of four full
+// runs on Node 24 and 26 and never with the file alone (the pause is likely a collection in a
+// jest worker that has run many suites before this one).
+const REDIS_TIMEOUT_MS = 1000;
+
 describeWithRedis('the service when Redis stops answering', () => {
   let relay: TcpRelay;
   let testApp: TestApp;
@@ -48,7 +55,7 @@ describeWithRedis('the service when Redis stops answering', () => {
       env: {
         ...redis,
         REDIS_URL: relay.relayed(redis.REDIS_URL),
-        REDIS_TIMEOUT: '300ms',
+        REDIS_TIMEOUT: `${REDIS_TIMEOUT_MS}ms`,
         LOG_LEVEL: 'info',
       },
     });
@@ -72,7 +79,7 @@ describeWithRedis('the service when Redis stops answering', () => {
       expect(response.status).toBe(200);
       expect(response.headers['ratelimit-limit']).toBeUndefined();
       // one command timeout, not the partition's length
-      expect(ms).toBeLessThan(2_000);
+      expect(ms).toBeLessThan(2 * REDIS_TIMEOUT_MS);
     }
     const { value: live, ms: liveMs } = await timed(() =>
       testApp.http().get('/health/live'),
