@@ -68,6 +68,7 @@ function parseArguments(argv) {
     );
   if (options['against-node'] && !options.against)
     throw new Error('--against-node goes with --against');
+  options.againstNode = options['against-node'] || process.execPath;
   options.serviceEnv = Object.fromEntries(
     assignments.map((assignment) => {
       const at = assignment.indexOf('=');
@@ -262,7 +263,7 @@ async function main() {
             name: 'service-against',
             script: join(options.against, 'dist', 'main.js'),
             root: options.against,
-            node: options['against-node'] || process.execPath,
+            node: options.againstNode,
           },
         ]
       : []),
@@ -345,7 +346,7 @@ async function main() {
     const webhooks = [];
     const builds = [
       ['service', ROOT, process.execPath],
-      ...(options.against ? [['service-against', options.against, options['against-node'] || process.execPath]] : []),
+      ...(options.against ? [['service-against', options.against, options.againstNode]] : []),
     ];
     for (const [name, root, node] of builds) {
       webhooks.push(
@@ -362,7 +363,7 @@ async function main() {
       date: new Date().toISOString(),
       node: process.version,
       ...(options.against && {
-        againstNode: execFileSync(options['against-node'] || process.execPath, ['--version'], {
+        againstNode: execFileSync(options.againstNode, ['--version'], {
           encoding: 'utf8',
         }).trim(),
       }),

@@ -12,11 +12,10 @@ import {
   isTransactionConflict,
 } from './database-errors';
 
-/** The transaction an async context runs in: its owner's runner, and what joiners get. */
+/** The transaction an async context runs in, and the runner that joins it. */
 interface ActiveTransaction {
   dataSource: DataSource;
-  owner: QueryRunner;
-  /** The owner's runner for code that joins: releasing it gives nothing back. */
+  /** The transaction's runner for code that joins: releasing it gives nothing back. */
   joined: QueryRunner;
 }
 
@@ -84,7 +83,8 @@ export class PortableDataSource extends DataSource {
   /** SQLite only: the one connection, shared by statements and held by a transaction. */
   private gate?: ConnectionGate;
   private sharedRunner?: QueryRunner;
-  private runOnConnection?: QueryRunner['query'];
+  /** The shared runner's own `query`, run at once when `holds()`, through the gate otherwise. */
+  private gatedQuery?: (holds: () => boolean) => QueryRunner['query'];
 
   /** A server that refuses us at start is reported in one line saying what to fix. */
   override async initialize(): Promise<this> {
@@ -160,7 +160,7 @@ export class PortableDataSource extends DataSource {
           }) as QueryRunner);
     try {
       return await activeTransaction.run(
-        { dataSource: this, owner, joined },
+        { dataSource: this, joined },
         async () => {
           await owner.startTransaction(
             isolation ??
@@ -221,22 +221,18 @@ export class PortableDataSource extends DataSource {
     const gate = new ConnectionGate();
     const shared = this.driver.createQueryRunner('master');
     const run = shared.query.bind(shared);
-    const query = (
-      sql: string,
-      parameters?: unknown[],
-      structured?: boolean,
-    ) =>
-      gate.busy && this.holds(gate)
-        ? run(sql, parameters, structured as true)
-        : gate.statement(() => run(sql, parameters, structured as true));
-    shared.query = query as QueryRunner['query'];
-    Object.assign(this, { gate, sharedRunner: shared, runOnConnection: run });
-  }
-
-  /** Whether the caller runs inside the transaction that holds the SQLite connection. */
-  private holds(gate: ConnectionGate): boolean {
-    const active = activeTransaction.getStore();
-    return active !== undefined && active.owner === gate.holder;
+    const gatedQuery = (holds: () => boolean) =>
+      ((sql: string, parameters?: unknown[], structured?: boolean) =>
+        holds()
+          ? run(sql, parameters, structured as true)
+          : gate.statement(() =>
+              run(sql, parameters, structured as true),
+            )) as QueryRunner['query'];
+    // on SQLite a transaction's joiners get its session, the gate's holder
+    shared.query = gatedQuery(
+      () => gate.busy && transactionRunnerOf(this) === gate.holder,
+    );
+    Object.assign(this, { gate, sharedRunner: shared, gatedQuery });
   }
 
   /**
@@ -246,7 +242,6 @@ export class PortableDataSource extends DataSource {
   private sqliteSession(): QueryRunner {
     const gate = this.gate!;
     const shared = this.sharedRunner!;
-    const run = this.runOnConnection!;
     const session = Object.create(shared) as QueryRunner;
     const endOf =
       (end: 'commitTransaction' | 'rollbackTransaction') =>
@@ -260,10 +255,7 @@ export class PortableDataSource extends DataSource {
     Object.assign(session, {
       isTransactionActive: false,
       transactionDepth: 0,
-      query: (sql: string, parameters?: unknown[], structured?: boolean) =>
-        gate.holder === session
-          ? run(sql, parameters, structured as true)
-          : gate.statement(() => run(sql, parameters, structured as true)),
+      query: this.gatedQuery!(() => gate.holder === session),
       startTransaction: async (isolation?: IsolationLevel) => {
         if (!session.isTransactionActive) await gate.acquire(session);
         try {
@@ -276,7 +268,6 @@ export class PortableDataSource extends DataSource {
       rollbackTransaction: endOf('rollbackTransaction'),
       // the connection stays open for everyone; a joiner's release gives nothing back
       release: () => Promise.resolve(),
-      manager: undefined,
     });
     Object.assign(session, { manager: this.createEntityManager(session) });
     return session;
