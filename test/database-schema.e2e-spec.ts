@@ -6,7 +6,7 @@ import { readDatabaseConfig } from '../src/config/database.config';
 import { createDataSourceOptions } from '../src/database/data-source-options';
 import { PortableDataSource } from '../src/database/portable-data-source';
 import { triggerName } from '../src/events/event-triggers';
-import { EVENTS } from '../src/events/events';
+import { PLANT_EVENTS } from '../src/plants/plant.events';
 import {
   postgresMigrations,
   sqliteMigrations,
@@ -159,9 +159,9 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
   });
 });
 
-/** The event types of the catalogue that no trigger among `names` publishes, on any table. */
+/** The plants' event types that no trigger among `names` publishes, on any table. */
 function unpublished(names: string[]): string[] {
-  return EVENTS.map(({ type }) => type).filter(
+  return PLANT_EVENTS.map(({ type }) => type).filter(
     (type) =>
       !names.some((name) => name.endsWith(triggerName({ table: '', type }))),
   );

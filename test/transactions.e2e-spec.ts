@@ -1,4 +1,7 @@
+import { Module } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
+import { AppModule } from '../src/app.module';
+import { ServiceDeclarations } from '../src/cli/service-declarations';
 import { DataSource } from 'typeorm';
 import { EntitySql } from '../src/database/entity-sql';
 import { describeRequestProblem } from '../src/database/database-errors';
@@ -207,6 +210,106 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
       'JsonBodyGuard',
     ]);
     expect(names(config.getGlobalInterceptors())).toEqual([]);
+  });
+
+  it('finds the scopes and events the module declares in its own folder, at boot', async () => {
+    const document = (await testApp.http().get('/openapi.json').expect(200))
+      .body as {
+      components: {
+        securitySchemes: Record<string, { description: string }>;
+        schemas: Record<string, { properties: Record<string, object> }>;
+      };
+      webhooks: Record<string, object>;
+    };
+    const { schemas, securitySchemes } = document.components;
+    expect(securitySchemes.bearerAuth.description).toContain(
+      '`orders:write` (place orders)',
+    );
+    expect(Object.keys(document.webhooks)).toEqual([
+      '/plant/webhook',
+      'plant.deleted',
+      'order.placed',
+    ]);
+    expect(schemas.NewWebhookSubscription.properties.events).toMatchObject({
+      items: { enum: ['plant.added', 'plant.deleted', 'order.placed'] },
+      maxItems: 3,
+    });
+    expect(schemas.WebhookDelivery.properties.eventType).toMatchObject({
+      enum: ['plant.added', 'plant.deleted', 'order.placed'],
+    });
+    await testApp
+      .http()
+      .post('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ url: 'http://127.0.0.1:9/orders', events: ['order.placed'] })
+      .expect(201);
+
+    // what the CLI reads, from the modules' metadata alone
+    @Module({ imports: [AppModule, OrdersFixtureModule] })
+    class WithOrders {}
+    const declarations = new ServiceDeclarations(WithOrders);
+    expect(declarations.scopes.all).toEqual([
+      'plants:read',
+      'plants:write',
+      'webhooks:manage',
+      'orders:write',
+    ]);
+    expect(declarations.scopes.defaults).toEqual([
+      'plants:read',
+      'plants:write',
+    ]);
+    expect(declarations.events.types).toEqual([
+      'plant.added',
+      'plant.deleted',
+      'order.placed',
+    ]);
+  });
+
+  it("places an order over HTTP (201) with the module's own scope, a plain JSON quantity and an int64 plant id", async () => {
+    await stock(9007199254740993n, 3);
+    const place = (bearer: string, body: object) =>
+      testApp
+        .http()
+        .post('/orders')
+        .set('Authorization', `Bearer ${bearer}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify(body).replace('"ID"', '9007199254740993'));
+    const plantsOnly = await testApp.issueToken({
+      scopes: ['plants:read', 'plants:write'],
+    });
+    expect(
+      (await place(plantsOnly, { plantId: 'ID', quantity: 2 }).expect(403))
+        .body,
+    ).toEqual({
+      error: 403,
+      message: 'the bearer token lacks the scope orders:write',
+    });
+    const placed = await place(token, { plantId: 'ID', quantity: 2 }).expect(
+      201,
+    );
+    expect(placed.text).toContain('"plantId":9007199254740993,');
+    expect(
+      (await place(token, { plantId: 'ID', quantity: 0 }).expect(400)).body
+        .message,
+    ).toContain('quantity must not be less than 1');
+    expect(
+      (await place(token, { plantId: 'ID', quantity: 2 }).expect(400)).body
+        .message,
+    ).toBe('plant 9007199254740993 has 1 in stock, fewer than the 2 ordered');
+    expect(await orders.inStock(9007199254740993n)).toBe(1);
+  });
+
+  it('refuses to publish an event no module declares', async () => {
+    const undeclared = { ...ORDER_PLACED, type: 'order.shipped' };
+    await expect(
+      dataSource.transaction(() =>
+        testApp.app
+          .get(EventPublisher)
+          .publish(undeclared, { id: 'x', plantId: 1n, quantity: 1 }),
+      ),
+    ).rejects.toThrow(
+      'order.shipped was published without being declared: import EventsModule.forFeature([...]) with it in its module',
+    );
   });
 
   it('refuses to publish an event outside a transaction', async () => {

@@ -3,7 +3,12 @@ import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { Public } from './decorators/public.decorator';
 import { RequireScopes } from './decorators/require-scopes.decorator';
-import { RouteAccessCheck, UndeclaredAccessError } from './route-access.check';
+import {
+  RouteAccessCheck,
+  UndeclaredAccessError,
+  UndeclaredScopeError,
+} from './route-access.check';
+import { DeclaredScopes, ScopeCatalogue } from './scopes';
 
 @Controller('declared')
 class DeclaredController {
@@ -44,11 +49,28 @@ class EmptyScopesController {
   anyToken() {}
 }
 
+@Controller('misspelt')
+class MisspeltScopeController {
+  @Post()
+  @RequireScopes('plants:read', 'plants:wirte')
+  create() {}
+}
+
+const declared = new ScopeCatalogue([
+  new DeclaredScopes({
+    'plants:read': { description: 'read', byDefault: true },
+    'webhooks:manage': { description: 'manage', byDefault: false },
+  }),
+]);
+
 async function boot(...controllers: Type[]) {
   const moduleRef = await Test.createTestingModule({
     imports: [DiscoveryModule],
     controllers,
-    providers: [RouteAccessCheck],
+    providers: [
+      RouteAccessCheck,
+      { provide: ScopeCatalogue, useValue: declared },
+    ],
   }).compile();
   return moduleRef.createNestApplication({ logger: false }).init();
 }
@@ -75,6 +97,17 @@ describe('RouteAccessCheck', () => {
   it("counts an empty list of scopes as no access, which the decorator's type refuses too", async () => {
     await expect(boot(EmptyScopesController)).rejects.toThrow(
       /^EmptyScopesController\.anyToken declares no access/,
+    );
+  });
+
+  it('refuses to boot an app with a route requiring a scope no module declares, naming route, scope and the declared ones', async () => {
+    const failure = await boot(
+      DeclaredController,
+      MisspeltScopeController,
+    ).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(UndeclaredScopeError);
+    expect((failure as Error).message).toBe(
+      'MisspeltScopeController.create requires plants:wirte, which no module declares (declared: plants:read, webhooks:manage): declare it with ScopesModule.forFeature in its module (docs/adding-a-module.md, "Access")',
     );
   });
 });

@@ -4,6 +4,7 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import { StartupError } from '../common/errors/startup-error';
+import { ScopeCatalogue } from './scopes';
 
 /** Routes that declare no access; the message is one line naming each controller and handler. */
 export class UndeclaredAccessError extends StartupError {
@@ -13,6 +14,18 @@ export class UndeclaredAccessError extends StartupError {
     super(
       `${routes.join(', ')} ${routes.length === 1 ? 'declares' : 'declare'} no access: ` +
         'mark each route @Public() or @RequireScopes(...) (docs/adding-a-module.md, "Access")',
+    );
+  }
+}
+
+/** Routes that require a scope no module declares: a typo, or a module missing its declaration. */
+export class UndeclaredScopeError extends StartupError {
+  override readonly name: string = 'UndeclaredScopeError';
+
+  constructor(problems: string[], declared: readonly string[]) {
+    super(
+      `${problems.join(', ')}, which no module declares (declared: ${declared.join(', ')}): ` +
+        'declare it with ScopesModule.forFeature in its module (docs/adding-a-module.md, "Access")',
     );
   }
 }
@@ -27,7 +40,8 @@ export interface RouteAccess {
 /**
  * Deny by default, checked before the app serves anything: every route must say who may call
  * it, with @Public() or @RequireScopes(...) on the handler or its controller. A route that says
- * neither stops the boot, rather than being open to any valid token.
+ * neither stops the boot, rather than being open to any valid token; so does a route requiring
+ * a scope that no module declares, which no token could hold.
  */
 @Injectable()
 export class RouteAccessCheck implements OnModuleInit {
@@ -35,11 +49,25 @@ export class RouteAccessCheck implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
+    private readonly scopes: ScopeCatalogue,
   ) {}
 
   onModuleInit(): void {
     const undeclared = this.routesWithoutAccess();
     if (undeclared.length > 0) throw new UndeclaredAccessError(undeclared);
+    const unknownScopes = this.routesWithUndeclaredScopes();
+    if (unknownScopes.length > 0) {
+      throw new UndeclaredScopeError(unknownScopes, this.scopes.all);
+    }
+  }
+
+  /** `Controller.handler requires x:y` for every scope a route requires that is not declared. */
+  routesWithUndeclaredScopes(): string[] {
+    return this.routes().flatMap(({ handler, scopes }) =>
+      scopes
+        .filter((scope) => !this.scopes.has(scope))
+        .map((scope) => `${handler} requires ${scope}`),
+    );
   }
 
   /** `Controller.handler` of every route that declares no access. */

@@ -1,29 +1,68 @@
+import { StartupError } from '../common/errors/startup-error';
+
+/** `<resource>:<verb>`, such as `plants:read`. */
+export type Scope = `${string}:${string}`;
+
+export interface ScopeDefinition {
+  /** What the scope allows, as the token CLI and the bearerAuth description show it. */
+  description: string;
+  /** Granted by `tokens create` when `--scopes` is not given; the others must be named. */
+  byDefault: boolean;
+}
+
+export type ScopeDefinitions = Readonly<Record<Scope, ScopeDefinition>>;
+
+const SCOPE_FORMAT = /^[a-z][a-z0-9-]*:[a-z][a-z0-9-]*$/;
+
+/** The scopes one module declares, with `ScopesModule.forFeature` in its own module file. */
+export class DeclaredScopes {
+  constructor(readonly definitions: ScopeDefinitions) {}
+}
+
 /**
- * Every scope a token can hold: the one list the guard, the CLI and the OpenAPI document read. A
- * new module adds its scopes here. `byDefault` scopes are what `tokens create` grants when
- * `--scopes` is not given; the others must be named.
+ * Every scope a token can hold, gathered at boot from the modules' declarations: the one list
+ * the route check, the token CLI and the OpenAPI document read.
  */
-export const SCOPE_DEFINITIONS = {
-  'plants:read': { description: 'list and read plants', byDefault: true },
-  'plants:write': { description: 'add and delete plants', byDefault: true },
-  'webhooks:manage': {
-    description:
-      'create, list and delete webhook subscriptions and read their deliveries',
-    byDefault: false,
-  },
-} as const satisfies Record<
-  string,
-  { description: string; byDefault: boolean }
->;
+export class ScopeCatalogue {
+  private readonly definitions = new Map<Scope, ScopeDefinition>();
 
-export type Scope = keyof typeof SCOPE_DEFINITIONS;
+  /** One declaration met through two providers (the CLI's context) counts once. */
+  constructor(declarations: readonly DeclaredScopes[]) {
+    for (const { definitions } of new Set(declarations)) {
+      for (const [scope, definition] of Object.entries(definitions)) {
+        if (!SCOPE_FORMAT.test(scope)) {
+          throw new StartupError(
+            `scope "${scope}" is not <resource>:<verb> in lowercase letters, digits and dashes, such as plants:read`,
+          );
+        }
+        if (this.definitions.has(scope as Scope)) {
+          throw new StartupError(
+            `scope ${scope} is declared by two modules: each scope belongs to one module`,
+          );
+        }
+        this.definitions.set(scope as Scope, definition);
+      }
+    }
+  }
 
-export const SCOPES = Object.keys(SCOPE_DEFINITIONS) as Scope[];
+  /** Every scope, in the order the modules declare them. */
+  get all(): Scope[] {
+    return [...this.definitions.keys()];
+  }
 
-export const DEFAULT_SCOPES = SCOPES.filter(
-  (scope) => SCOPE_DEFINITIONS[scope].byDefault,
-);
+  /** What `tokens create` grants when no scopes are named. */
+  get defaults(): Scope[] {
+    return this.all.filter((scope) => this.definitions.get(scope)!.byDefault);
+  }
 
-export function isScope(value: string): value is Scope {
-  return Object.hasOwn(SCOPE_DEFINITIONS, value);
+  has(value: string): value is Scope {
+    return this.definitions.has(value as Scope);
+  }
+
+  /** `` `plants:read` (list and read plants), ... ``: every scope with what it allows. */
+  describe(): string {
+    return [...this.definitions]
+      .map(([scope, { description }]) => `\`${scope}\` (${description})`)
+      .join(', ');
+  }
 }

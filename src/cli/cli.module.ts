@@ -1,12 +1,20 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
+import { AppModule } from '../app.module';
 import { TokensModule } from '../auth/tokens.module';
 import { databaseConfig } from '../config/database.config';
 import { webhooksConfig } from '../config/webhooks.config';
 import { DatabaseModule } from '../database/database.module';
 import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.module';
+import { ServiceDeclarations } from './service-declarations';
 
-/** What the operator's tool needs: the database, tokens and webhook subscriptions; no HTTP. */
+/** The scopes and events of the service's modules, which the CLI takes and shows. */
+export const SERVICE_DECLARATIONS = new ServiceDeclarations(AppModule);
+
+/**
+ * What the operator's tool needs: the database, tokens and webhook subscriptions, and what the
+ * service's modules declare; no HTTP, and none of the modules themselves.
+ */
 @Module({
   imports: [
     ConfigModule.forRoot({
@@ -17,6 +25,7 @@ import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.mo
     DatabaseModule,
     TokensModule,
     WebhookSubscriptionsModule,
+    SERVICE_DECLARATIONS.asModule(),
   ],
 })
 export class CliModule {}

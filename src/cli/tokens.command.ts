@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ApiToken } from '../auth/api-token.entity';
-import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '../auth/scopes';
+import type { Scope } from '../auth/scopes';
 import {
   MAX_TOKEN_LIFETIME,
   MAX_TOKEN_LIFETIME_MS,
@@ -13,6 +13,9 @@ import {
   withService,
   type CliOutput,
 } from './cli-context';
+import { SERVICE_DECLARATIONS } from './cli.module';
+
+const { scopes: catalogue } = SERVICE_DECLARATIONS;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -38,10 +41,10 @@ function tooLong(): never {
 
 function parseScopes(text: string): Scope[] {
   const scopes = text.split(',').map((scope) => scope.trim());
-  const unknown = scopes.filter((scope) => !isScope(scope));
+  const unknown = scopes.filter((scope) => !catalogue.has(scope));
   if (unknown.length > 0) {
     throw new InvalidArgumentError(
-      `unknown scope ${unknown.join(', ')}; expected a comma-separated list of ${SCOPES.join(', ')}`,
+      `unknown scope ${unknown.join(', ')}; expected a comma-separated list of ${catalogue.all.join(', ')}`,
     );
   }
   return [...new Set(scopes as Scope[])];
@@ -79,9 +82,9 @@ export function tokensCommand(output: CliOutput): Command {
     .requiredOption('--name <name>', 'who or what the token is for')
     .option(
       '--scopes <scopes>',
-      `comma-separated scopes (${SCOPES.join(', ')}); without it, ${DEFAULT_SCOPES.join(', ')}`,
+      `comma-separated scopes (${catalogue.all.join(', ')}); without it, ${catalogue.defaults.join(', ')}`,
       parseScopes,
-      [...DEFAULT_SCOPES],
+      catalogue.defaults,
     )
     .option(
       '--expires-in <duration>',

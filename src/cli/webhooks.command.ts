@@ -1,6 +1,5 @@
 import { NotFoundException } from '@nestjs/common';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { EVENT_TYPES, isEventType } from '../events/events';
 import { WebhookSubscriptionsService } from '../webhooks/webhook-subscriptions.service';
 import {
   formatTable,
@@ -8,7 +7,10 @@ import {
   withService,
   type CliOutput,
 } from './cli-context';
+import { SERVICE_DECLARATIONS } from './cli.module';
 import { parseUuid } from './tokens.command';
+
+const { events: catalogue } = SERVICE_DECLARATIONS;
 
 function parseCount(text: string): number {
   if (!/^\d{1,4}$/.test(text) || Number(text) < 1) {
@@ -19,10 +21,10 @@ function parseCount(text: string): number {
 
 function parseEventTypes(text: string): string[] {
   const types = text.split(',').map((type) => type.trim());
-  const unknown = types.filter((type) => !isEventType(type));
+  const unknown = types.filter((type) => !catalogue.has(type));
   if (unknown.length > 0) {
     throw new InvalidArgumentError(
-      `unknown event type ${unknown.join(', ')}; expected a comma-separated list of ${EVENT_TYPES.join(', ')}`,
+      `unknown event type ${unknown.join(', ')}; expected a comma-separated list of ${catalogue.types.join(', ')}`,
     );
   }
   return [...new Set(types)];
@@ -41,7 +43,7 @@ export function webhooksCommand(output: CliOutput): Command {
     .requiredOption('--url <url>', 'where to POST each event')
     .option(
       '--events <types>',
-      `comma-separated event types (${EVENT_TYPES.join(', ')}); without it, every type, those added later included`,
+      `comma-separated event types (${catalogue.types.join(', ')}); without it, every type, those added later included`,
       parseEventTypes,
     )
     .action(async (options: { url: string; events?: string[] }) => {

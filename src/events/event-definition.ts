@@ -1,7 +1,7 @@
 import type { Type } from '@nestjs/common';
 
 /**
- * An event the service publishes, as the catalogue (events.ts) lists it: what the webhook
+ * An event the service publishes, as its module declares it (`EventsModule.forFeature`): what the webhook
  * subscriptions, the CLI and the OpenAPI document's `webhooks` know about it. A service
  * publishes it with `EventPublisher.publish(definition, payload)` inside its transaction, the
  * payload typed by the definition; the plants' events are written by triggers on their table

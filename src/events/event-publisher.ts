@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { EntitySql } from '../database/entity-sql';
 import { transactionRunnerOf } from '../database/portable-data-source';
+import { EventCatalogue } from './event-catalogue';
 import type { EventDefinition } from './event-definition';
 import { isConsumed } from './event-triggers';
 import { OutboxEvent } from './outbox-event.entity';
@@ -20,7 +21,10 @@ export class EventPublisher {
   private readonly outbox: EntitySql<OutboxEvent>;
   private readonly insert: string;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly catalogue: EventCatalogue,
+  ) {
     this.outbox = new EntitySql(dataSource, OutboxEvent);
     const $ = this.outbox.parameter;
     const postgres = dataSource.options.type === 'postgres';
@@ -41,6 +45,11 @@ export class EventPublisher {
     definition: EventDefinition<Payload>,
     payload: Payload,
   ): Promise<void> {
+    if (!this.catalogue.has(definition.type)) {
+      throw new Error(
+        `${definition.type} was published without being declared: import EventsModule.forFeature([...]) with it in its module, so that subscribers can ask for it (docs/adding-a-module.md, "Events")`,
+      );
+    }
     if (!transactionRunnerOf(this.dataSource)) {
       throw new Error(
         `${definition.type} was published outside a transaction: publish from a method marked @Transactional(), so that the event is committed with its change (docs/adding-a-module.md, "Events")`,

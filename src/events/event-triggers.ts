@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 
-/** A change to a table that publishes an event of the catalogue (events.ts). */
+/** A change to a table that publishes an event its module declares. */
 export interface EventTrigger {
   /** The event type, such as `plant.added`. */
   type: string;

@@ -1,12 +1,45 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DeclaredEvents, EventCatalogue } from './event-catalogue';
+import type { EventDefinition } from './event-definition';
 import { EventPublisher } from './event-publisher';
 import { OutboxEvent } from './outbox-event.entity';
 
-/** The outbox: its entity for the modules that read events (webhooks), and its publisher. */
+/**
+ * The outbox: its entity for the modules that read events (webhooks), the publisher, and the
+ * catalogue of every event. A module that publishes events imports
+ * `EventsModule.forFeature([...its events])`: the catalogue finds them at boot, and the
+ * module gets the publisher.
+ */
 @Module({
-  imports: [TypeOrmModule.forFeature([OutboxEvent])],
-  providers: [EventPublisher],
-  exports: [TypeOrmModule, EventPublisher],
+  imports: [TypeOrmModule.forFeature([OutboxEvent]), DiscoveryModule],
+  providers: [
+    EventPublisher,
+    {
+      provide: EventCatalogue,
+      inject: [DiscoveryService],
+      useFactory: (discovery: DiscoveryService) =>
+        new EventCatalogue(
+          discovery
+            .getProviders()
+            .map(({ instance }) => instance as unknown)
+            .filter((instance) => instance instanceof DeclaredEvents),
+        ),
+    },
+  ],
+  exports: [TypeOrmModule, EventPublisher, EventCatalogue],
 })
-export class EventsModule {}
+export class EventsModule {
+  static forFeature(events: readonly EventDefinition[]): DynamicModule {
+    return {
+      module: EventsModule,
+      providers: [
+        {
+          provide: `events ${events.map(({ type }) => type).join(' ')}`,
+          useValue: new DeclaredEvents(events),
+        },
+      ],
+    };
+  }
+}

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { NotFoundException, type INestApplication } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { LRUCache } from 'lru-cache';
@@ -7,8 +8,11 @@ import {
   SwaggerModule,
   type OpenAPIObject,
 } from '@nestjs/swagger';
-import type { ServerObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
-import { SCOPE_DEFINITIONS } from '../auth/scopes';
+import type {
+  SchemaObject,
+  ServerObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ScopeCatalogue } from '../auth/scopes';
 import { INT64_MAX, INT64_MIN } from '../common/json/int64';
 import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
 import { ErrorBody } from '../common/errors/error-body.dto';
@@ -29,7 +33,7 @@ import {
   publicBaseUrlOf,
   requestBaseUrl,
 } from '../common/http/public-base-url';
-import { EVENTS } from '../events/events';
+import { EVENT_TYPE_ENUM, EventCatalogue } from '../events/event-catalogue';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
 import {
@@ -156,13 +160,18 @@ function declareHeaders(document: OpenAPIObject): void {
   }
 }
 
-/** Every scope a token may hold, with what it allows. */
-const SCOPES = Object.entries(SCOPE_DEFINITIONS)
-  .map(([scope, { description }]) => `\`${scope}\` (${description})`)
-  .join(', ');
+function codeList(values: readonly string[]): string {
+  const quoted = values.map((value) => `\`${value}\``);
+  return quoted.length < 2
+    ? quoted.join('')
+    : `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}`;
+}
 
 /** The spec's sentence, then what a first-time reader needs before "Try it out". */
-const DESCRIPTION = `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification
+const description = (
+  scopes: ScopeCatalogue,
+  events: EventCatalogue,
+) => `A sample API that uses a plant store as an example to demonstrate features in the OpenAPI specification
 
 ## Getting started
 
@@ -171,7 +180,7 @@ const DESCRIPTION = `A sample API that uses a plant store as an example to demon
    once; the service keeps only its hash.
 2. Press **Authorize**, paste the token, then open an operation and press **Try it out**.
 
-A token holds scopes: ${SCOPES}. \`tokens create\` grants the two plant scopes unless \`--scopes\` says otherwise.
+A token holds scopes: ${scopes.describe()}. \`tokens create\` grants ${codeList(scopes.defaults)} unless \`--scopes\` says otherwise.
 
 ## Ids
 
@@ -205,7 +214,7 @@ next page (\`rel="next"\`): follow it, or pass the last id you got as \`after\`.
 ## Webhooks
 
 With a token holding \`webhooks:manage\`, \`POST /webhooks/subscriptions\` subscribes a URL to
-\`plant.added\` and \`plant.deleted\`. Each event is POSTed to it, signed the Standard Webhooks
+${codeList(events.types)}. Each event is POSTed to it, signed the Standard Webhooks
 way with the subscription's \`whsec_\` secret, and retried with backoff until a 2xx answer.
 The events and their bodies are listed under **Webhooks** below.`;
 
@@ -214,12 +223,14 @@ export function buildOpenApiDocument(
   app: INestApplication,
   config: AppConfig,
 ): OpenAPIObject {
+  const scopes = app.get(ScopeCatalogue);
+  const events = app.get(EventCatalogue);
   const document = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
       .setOpenAPIVersion('3.1.0')
       .setTitle('OpenAPI Plant Store')
-      .setDescription(DESCRIPTION)
+      .setDescription(description(scopes, events))
       .setVersion('1.0.0')
       // PUBLIC_BASE_URL; the words name the environments it may be, for API inventories
       .addServer(
@@ -232,7 +243,7 @@ export function buildOpenApiDocument(
         scheme: 'bearer',
         description:
           'An API token (pst_...) issued by `node dist/cli.js tokens create`. Scopes: ' +
-          SCOPES,
+          scopes.describe(),
       })
       .addSecurityRequirements(BEARER_AUTH)
       .addGlobalResponse(...SERVICE_ERROR_RESPONSES)
@@ -240,7 +251,7 @@ export function buildOpenApiDocument(
       .addTag('webhooks', 'Subscriptions to the events the service publishes')
       .addTag('health', 'Liveness and readiness probes')
       .build(),
-    { extraModels: EVENTS.map(({ payload }) => payload) },
+    { extraModels: events.events.map(({ payload }) => payload) },
   );
   // OpenAPI 3.1 names a license by its SPDX identifier; DocumentBuilder only knows name and url
   document.info.license = {
@@ -252,7 +263,8 @@ export function buildOpenApiDocument(
     ...server,
     'x-internal': false,
   }));
-  addWebhooks(document);
+  listEventTypes(document, events.types);
+  addWebhooks(document, events);
   declareHeaders(document);
   return document;
 }
@@ -276,12 +288,41 @@ const WEBHOOK_HEADERS = [
 ] as const;
 
 /**
- * @nestjs/swagger has no decorator for OpenAPI 3.1 webhooks, so every event of the catalogue
- * (events.ts) is added after generation, with the schema of its payload DTO.
+ * Fields of event types name EVENT_TYPE_ENUM, since the types are known only at boot: the
+ * declared ones take its place, and a list of them holds at most as many.
  */
-function addWebhooks(document: OpenAPIObject): void {
+function listEventTypes(document: OpenAPIObject, types: readonly string[]) {
+  const isPlaceholder = (schema: unknown) =>
+    isDeepStrictEqual((schema as SchemaObject | undefined)?.enum, [
+      ...EVENT_TYPE_ENUM,
+    ]);
+  // new objects: the generated ones may be the decorators' own, shared by every build
+  for (const schema of Object.values(document.components?.schemas ?? {})) {
+    const properties = (schema as SchemaObject).properties ?? {};
+    for (const [name, property] of Object.entries(properties) as [
+      string,
+      SchemaObject,
+    ][]) {
+      if (isPlaceholder(property)) {
+        properties[name] = { ...property, enum: [...types] };
+      } else if (isPlaceholder(property.items)) {
+        properties[name] = {
+          ...property,
+          items: { ...property.items, enum: [...types] },
+          maxItems: types.length,
+        };
+      }
+    }
+  }
+}
+
+/**
+ * @nestjs/swagger has no decorator for OpenAPI 3.1 webhooks, so every declared event is added
+ * after generation, with the schema of its payload DTO.
+ */
+function addWebhooks(document: OpenAPIObject, events: EventCatalogue): void {
   document.webhooks = Object.fromEntries(
-    EVENTS.map((event) => [
+    events.events.map((event) => [
       event.webhookName,
       {
         post: {

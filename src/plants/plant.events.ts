@@ -1,7 +1,10 @@
 import type { EventDefinition } from '../events/event-definition';
 import { CreatePlantDto } from './dto/create-plant.dto';
 
-/** Written by the plants table's triggers (the EventOutbox migrations); the body is the plant. */
+/**
+ * Declared in PlantsModule; written by the plants table's triggers (the EventOutbox
+ * migrations), not by EventPublisher. The body is the plant.
+ */
 export const PLANT_EVENTS: EventDefinition[] = [
   {
     type: 'plant.added',

@@ -1,10 +1,12 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ScopesModule } from '../auth/scopes.module';
 import { EventsModule } from '../events/events.module';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
 import { WebhookSubscriptionsController } from './webhook-subscriptions.controller';
 import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
+import { WEBHOOK_SCOPES } from './webhook.scopes';
 
 /**
  * Webhook subscriptions and their delivery records: the HTTP API, and the service the
@@ -14,6 +16,7 @@ import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
   imports: [
     TypeOrmModule.forFeature([WebhookSubscription, WebhookDelivery]),
     EventsModule,
+    ScopesModule.forFeature(WEBHOOK_SCOPES),
   ],
   controllers: [WebhookSubscriptionsController],
   providers: [WebhookSubscriptionsService],

@@ -8,7 +8,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
-import { EVENT_TYPES, isEventType } from '../events/events';
+import { EventCatalogue } from '../events/event-catalogue';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -45,6 +45,7 @@ export class WebhookSubscriptionsService {
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
+    private readonly catalogue: EventCatalogue,
   ) {}
 
   /**
@@ -58,10 +59,10 @@ export class WebhookSubscriptionsService {
     const problem = describeUrlProblem(url, this.config.allowPrivateNetworks);
     if (problem) throw new BadRequestException(problem);
     if (eventTypes !== undefined) {
-      const unknown = eventTypes.filter((type) => !isEventType(type));
+      const unknown = eventTypes.filter((type) => !this.catalogue.has(type));
       if (eventTypes.length === 0 || unknown.length > 0) {
         throw new BadRequestException(
-          `events must name at least one of ${EVENT_TYPES.join(', ')}` +
+          `events must be a non-empty list of event types, each one of ${this.catalogue.types.join(', ')}` +
             (unknown.length > 0 ? `; unknown: ${unknown.join(', ')}` : ''),
         );
       }

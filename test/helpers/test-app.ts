@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { SCOPES, type Scope } from '../../src/auth/scopes';
+import { ScopeCatalogue, type Scope } from '../../src/auth/scopes';
 import { TokensService } from '../../src/auth/tokens.service';
 import { appConfig, type AppConfig } from '../../src/config/app.config';
 import { buildOpenApiDocument } from '../../src/openapi/openapi-document';
@@ -155,8 +155,10 @@ export async function startTestApp(
     server,
     databaseFile,
     http: () => checkedAgainstDocument(request(server)),
-    issueToken: async ({ scopes = [...SCOPES], expiresAt } = {}) =>
-      (await tokens.issue({ name: 'test', scopes, expiresAt })).token,
+    issueToken: async ({
+      scopes = app.get(ScopeCatalogue).all,
+      expiresAt,
+    } = {}) => (await tokens.issue({ name: 'test', scopes, expiresAt })).token,
     engine,
     query: (sql, ...parameters) => reader.query(sql, parameters),
     openDatabase: () => {

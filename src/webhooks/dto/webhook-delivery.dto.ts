@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { EVENT_TYPES } from '../../events/events';
+import { EVENT_TYPE_ENUM } from '../../events/event-catalogue';
 import type { DeliveryRecord } from '../webhook-subscriptions.service';
 
 const STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];
@@ -15,7 +15,7 @@ export class WebhookDeliveryDto {
   id!: string;
 
   /** The type of the event delivered */
-  @ApiProperty({ enum: [...EVENT_TYPES], example: 'plant.added' })
+  @ApiProperty({ enum: [...EVENT_TYPE_ENUM], example: 'plant.added' })
   eventType!: string;
 
   /** pending until a 2xx answer (delivered), the end of the retry window (failed) or the subscription's removal (cancelled) */
