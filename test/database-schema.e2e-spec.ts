@@ -7,10 +7,7 @@ import { createDataSourceOptions } from '../src/database/data-source-options';
 import { PortableDataSource } from '../src/database/portable-data-source';
 import { triggerName } from '../src/events/event-triggers';
 import { PLANT_EVENTS } from '../src/plants/plant.events';
-import {
-  postgresMigrations,
-  sqliteMigrations,
-} from '../src/database/migrations';
+import { migrationClasses } from './helpers/migrations';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder, startTestApp } from './helpers/test-app';
@@ -65,21 +62,30 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
 
   afterAll(() => folder.remove());
 
-  it('lists for the TypeORM CLI (ormconfig.ts) exactly the entities the modules register', async () => {
+  it('gives the TypeORM CLI (ormconfig.ts) exactly the entities and migrations the service has', async () => {
     const saved = process.env.DATABASE_URL;
     process.env.DATABASE_URL = 'sqlite::memory:';
-    const { entities } = jest.requireActual<{ entities: unknown[] }>(
+    const cli = jest.requireActual<{ default: DataSource }>(
       '../ormconfig',
-    );
+    ).default;
     process.env.DATABASE_URL = saved;
+    await cli.initialize();
     const testApp = await startTestApp();
     try {
-      const registered = testApp.app
-        .get(DataSource)
-        .entityMetadatas.map(({ target }) => target);
-      expect(new Set(registered)).toEqual(new Set(entities));
+      const service = testApp.app.get(DataSource);
+      const tables = (dataSource: DataSource) =>
+        dataSource.entityMetadatas.map(({ tableName }) => tableName).sort();
+      const migrations = (dataSource: DataSource) =>
+        dataSource.migrations.map(({ name }) => name);
+      expect(tables(cli)).toEqual(tables(service));
+      expect(tables(cli)).toContain('plants');
+      expect(migrations(cli)).toEqual(migrations(service));
+      expect(migrations(cli)).toEqual(
+        migrationClasses('sqlite').map(({ name }) => name),
+      );
     } finally {
       await testApp.close();
+      await cli.destroy();
     }
   });
 
@@ -281,21 +287,24 @@ function upgradeSuite(
 describe('upgrading a database written by the previous schema', () => {
   it(
     'on SQLite keeps subscriptions, pending deliveries and their history',
-    upgradeSuite(migrationsBeforeEventOutbox(sqliteMigrations), () => {
-      const folder = makeTempFolder();
-      const file = join(folder.path, 'old.sqlite');
-      return Promise.resolve({
-        url: `sqlite:${file}`,
-        drop: () => Promise.resolve(folder.remove()),
-      });
-    }),
+    upgradeSuite(
+      migrationsBeforeEventOutbox(migrationClasses('sqlite')),
+      () => {
+        const folder = makeTempFolder();
+        const file = join(folder.path, 'old.sqlite');
+        return Promise.resolve({
+          url: `sqlite:${file}`,
+          drop: () => Promise.resolve(folder.remove()),
+        });
+      },
+    ),
   );
 
   describeWithPostgres('on PostgreSQL', () => {
     it(
       'keeps subscriptions, pending deliveries and their history',
       upgradeSuite(
-        migrationsBeforeEventOutbox(postgresMigrations),
+        migrationsBeforeEventOutbox(migrationClasses('postgres')),
         createTestDatabase,
       ),
     );

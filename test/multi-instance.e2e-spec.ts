@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { postgresMigrations } from '../src/database/migrations';
+import { migrationClasses } from './helpers/migrations';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import {
   runCliProcess,
@@ -33,6 +33,8 @@ async function queryDatabase<T>(url: string, sql: string): Promise<T[]> {
     await client.end();
   }
 }
+
+const postgresMigrations = migrationClasses('postgres');
 
 describeWithPostgres('instances started together on one database', () => {
   it.each([

@@ -8,7 +8,7 @@ import {
   openSync,
   statSync,
 } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { StartupError } from '../common/errors/startup-error';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
@@ -17,7 +17,18 @@ import type {
   PostgresConfig,
   SqliteConfig,
 } from '../config/database.config';
-import { postgresMigrations, sqliteMigrations } from './migrations';
+
+/** src under ts-jest and the TypeORM CLI, dist in the built service. */
+const CODE_ROOT = dirname(__dirname);
+
+/**
+ * Where the migrations of one engine are: every module keeps its own in
+ * `<its folder>/migrations/<engine>/` (the shared tables' in src/database), found by this
+ * pattern rather than listed, and applied in the order of their timestamps.
+ */
+export function migrationsPattern(engine: 'sqlite' | 'postgres'): string {
+  return join(CODE_ROOT, '**', 'migrations', engine, '*.{js,ts}');
+}
 
 function sqliteOptions(
   config: SqliteConfig,
@@ -26,7 +37,7 @@ function sqliteOptions(
   return {
     type: 'better-sqlite3',
     database: config.sqlitePath,
-    migrations: sqliteMigrations,
+    migrations: [migrationsPattern('sqlite')],
     migrationsRun: true,
     synchronize: false,
     enableWAL: true,
@@ -48,7 +59,7 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
   return {
     type: 'postgres',
     url: config.url,
-    migrations: postgresMigrations,
+    migrations: [migrationsPattern('postgres')],
     migrationsRun: true,
     synchronize: false,
     poolSize: config.poolSize,
@@ -65,7 +76,7 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
 /**
  * Options shared by the service, its command-line tool and the TypeORM CLI (ormconfig.ts).
  * Entities are not listed here: each module registers its own with `TypeOrmModule.forFeature`
- * (autoLoadEntities), and ormconfig.ts lists them all for the TypeORM CLI.
+ * (autoLoadEntities), and ormconfig.ts finds them all, by file name, for the TypeORM CLI.
  *
  * `exactIntegers: false` is for the TypeORM CLI only, which reads no data: TypeORM's SQLite
  * schema reader compares PRAGMA results with numbers (`notnull === 0`), so with bigints it

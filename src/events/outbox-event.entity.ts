@@ -12,7 +12,7 @@ export class OutboxEvent {
   @PrimaryColumn({ type: 'varchar', length: 36 })
   id!: string;
 
-  /** A type of the catalogue (events.ts), such as `plant.added`. */
+  /** A declared event type (EventCatalogue), such as `plant.added`. */
   @Column({ type: 'varchar', length: 64 })
   type!: string;
 
