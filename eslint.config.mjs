@@ -4,6 +4,43 @@ import eslintConfigPrettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+// One persistence story (docs/adding-a-module.md, "Persistence"): TypeORM's public API, the
+// same code for both engines
+const PERSISTENCE_PATTERNS = [
+  {
+    group: ['typeorm/*'],
+    message:
+      "TypeORM's public API is what the package root exports; its deeper paths are internals",
+  },
+  {
+    group: ['pg', 'better-sqlite3'],
+    allowTypeImports: true,
+    message:
+      'both engines run the same code: reach the database through TypeORM (docs/adding-a-module.md, "Persistence")',
+  },
+];
+
+// What every module builds on. Imports run from the feature folders (plants, auth, webhooks,
+// ...) down into these, never up: a foundation that knew a feature could not be reused by
+// the next one (docs/architecture.md, "Layers").
+const FOUNDATIONS = [
+  'common',
+  'config',
+  'database',
+  'events',
+  'http',
+  'logging',
+  'rate-limit',
+];
+
+/** For files `depth` folders below src/, a relative import that leaves the foundations. */
+function upwardImport(depth) {
+  return {
+    regex: `^(\\.\\./){${depth}}(?!(${FOUNDATIONS.join('|')})/)`,
+    message: `${FOUNDATIONS.join(', ')} are the foundations every module builds on: they import none of the feature folders nor the app (docs/architecture.md, "Layers"); pass what they need in, or move it down`,
+  };
+}
+
 export default tseslint.config(
   { ignores: ['eslint.config.mjs', 'dist/**', 'coverage/**'] },
   eslint.configs.recommended,
@@ -43,30 +80,24 @@ export default tseslint.config(
     },
   },
   {
-    // One persistence story (docs/adding-a-module.md, "Persistence"): TypeORM's public API,
-    // the same code for both engines
     files: ['src/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        {
-          patterns: [
-            {
-              group: ['typeorm/*'],
-              message:
-                "TypeORM's public API is what the package root exports; its deeper paths are internals",
-            },
-            {
-              group: ['pg', 'better-sqlite3'],
-              allowTypeImports: true,
-              message:
-                'both engines run the same code: reach the database through TypeORM (docs/adding-a-module.md, "Persistence")',
-            },
-          ],
-        },
+        { patterns: PERSISTENCE_PATTERNS },
       ],
     },
   },
+  // the foundations, at each depth below src/ (a relative path's meaning depends on it)
+  ...[1, 2, 3].map((depth) => ({
+    files: [`src/{${FOUNDATIONS.join(',')}}/${'*/'.repeat(depth - 1)}*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [...PERSISTENCE_PATTERNS, upwardImport(depth)] },
+      ],
+    },
+  })),
   {
     // where transactions are implemented
     files: ['src/database/portable-data-source.ts'],

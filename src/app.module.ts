@@ -4,7 +4,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
-import { ShutdownModule } from './common/http/shutdown.module';
+import { ShutdownModule } from './http/shutdown.module';
 import { JsonBodyGuard } from './common/json/json-body.guard';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
 import { appConfig } from './config/app.config';

@@ -7,11 +7,11 @@ import { appConfig, type AppConfig } from './config/app.config';
 import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
-import { ShutdownGate } from './common/http/shutdown-gate';
+import { ShutdownGate } from './http/shutdown-gate';
 import {
   logBootFailure,
   logProcessWarnings,
-} from './common/logging/pino-logger';
+} from './logging/pino-logger';
 
 /** Why the listener could not open, in the words of PORT and HOST; undefined if unforeseen. */
 function explainListenFailure(

@@ -3,14 +3,14 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { RequestAdmission } from './auth/request-admission';
-import { HardenedExpressAdapter } from './common/http/hardened-express.adapter';
-import { securityHeaders } from './common/http/security-headers';
-import { ShutdownGate } from './common/http/shutdown-gate';
+import { HardenedExpressAdapter } from './http/hardened-express.adapter';
+import { securityHeaders } from './http/security-headers';
+import { ShutdownGate } from './http/shutdown-gate';
 import {
   createRequestLogger,
   createRootLogger,
   PinoNestLogger,
-} from './common/logging/pino-logger';
+} from './logging/pino-logger';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
 import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';

@@ -9,8 +9,36 @@ interface LintResult {
   messages: { ruleId: string | null; message: string }[];
 }
 
-/** Each probe: an import line (or none) and a statement, in an otherwise clean file. */
-const PROBES: Record<string, [string, string]> = {
+/**
+ * Each probe: an import line (or none) and a statement, in an otherwise clean file, in src/ or
+ * the folder named third.
+ */
+const PROBES: Record<string, [string, string, string?]> = {
+  'a foundation importing a feature': [
+    "import { PLANT_SCOPES } from '../plants/plant.scopes';",
+    'void PLANT_SCOPES;\n  await Promise.resolve();',
+    'logging',
+  ],
+  'a nested foundation importing a feature': [
+    "import { ScopeCatalogue } from '../../auth/scopes';",
+    'void ScopeCatalogue;\n  await Promise.resolve();',
+    'common/json',
+  ],
+  'a foundation importing the app': [
+    "import { AppModule } from '../app.module';",
+    'void AppModule;\n  await Promise.resolve();',
+    'events',
+  ],
+  'a foundation importing foundations': [
+    "import { INT64_MAX } from './int64';\nimport { StartupError } from '../errors/startup-error';\nimport { appConfig } from '../../config/app.config';",
+    'void INT64_MAX;\n  void StartupError;\n  void appConfig;\n  await Promise.resolve();',
+    'common/json',
+  ],
+  'a feature importing foundations and features': [
+    "import { EventCatalogue } from '../events/event-catalogue';\nimport { ScopeCatalogue } from '../auth/scopes';",
+    'void EventCatalogue;\n  void ScopeCatalogue;\n  await Promise.resolve();',
+    'plants',
+  ],
   "an import of TypeORM's internals": [
     "import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';",
     'void PostgresDriver;\n  await Promise.resolve();',
@@ -45,8 +73,8 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
     // real files under src/, where every rule applies, so that the typed rules find them
     const run = randomBytes(6).toString('hex');
     const files = Object.entries(PROBES).map(
-      ([label, [imports, statement]], index) => {
-        const file = join(ROOT, 'src', `lint-probe-${run}-${index}.ts`);
+      ([label, [imports, statement, folder = '']], index) => {
+        const file = join(ROOT, 'src', folder, `lint-probe-${run}-${index}.ts`);
         writeFileSync(
           file,
           `${imports}\nimport type { DataSource, Repository } from 'typeorm';\n` +
@@ -76,6 +104,28 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
     } finally {
       for (const [, file] of files) rmSync(file, { force: true });
     }
+  });
+
+  it.each([
+    'a foundation importing a feature',
+    'a nested foundation importing a feature',
+    'a foundation importing the app',
+  ])(
+    'refuses %s: imports run from the features down into the foundations, never up',
+    (label) => {
+      expect(messagesOf.get(label)).toEqual([
+        expect.stringMatching(
+          /^@typescript-eslint\/no-restricted-imports: .*common, config, database, events, http, logging, rate-limit are the foundations every module builds on: they import none of the feature folders/,
+        ),
+      ]);
+    },
+  );
+
+  it.each([
+    'a foundation importing foundations',
+    'a feature importing foundations and features',
+  ])('accepts %s', (label) => {
+    expect(messagesOf.get(label)).toEqual([]);
   });
 
   it('refuses a transaction opened by hand: @Transactional() or DataSource.transaction opens them', () => {

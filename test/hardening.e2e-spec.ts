@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
-import { fixedSecurityHeaders } from '../src/common/http/security-headers';
+import { fixedSecurityHeaders } from '../src/http/security-headers';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */
 function slowClient(port: number, send: (socket: Socket) => void) {

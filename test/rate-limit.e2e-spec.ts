@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { TokensService } from '../src/auth/tokens.service';
-import { MemoryCounters } from '../src/common/rate-limit/memory-counters';
-import { RateLimitCounters } from '../src/common/rate-limit/rate-limit-counters';
+import { MemoryCounters } from '../src/rate-limit/memory-counters';
+import { RateLimitCounters } from '../src/rate-limit/rate-limit-counters';
 import { portOf } from './helpers/raw-http';
 import { startTestApp, type TestApp } from './helpers/test-app';
 

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { RateLimitModule } from '../common/rate-limit/rate-limit.module';
+import { RateLimitModule } from '../rate-limit/rate-limit.module';
 import { BearerGuard } from './bearer.guard';
 import { RequestAdmission } from './request-admission';
 import { RouteAccessCheck } from './route-access.check';

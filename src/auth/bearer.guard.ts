@@ -6,7 +6,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
-import { bearerTokenOf } from '../common/http/bearer-token';
+import { bearerTokenOf } from '../http/bearer-token';
 import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { bearerTokenOf } from '../common/http/bearer-token';
-import { RateLimiter } from '../common/rate-limit/rate-limiter';
+import { bearerTokenOf } from '../http/bearer-token';
+import { RateLimiter } from '../rate-limit/rate-limiter';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import type { ApiToken } from './api-token.entity';
 import { TokensService } from './tokens.service';

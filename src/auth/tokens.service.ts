@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { IsNull, Repository } from 'typeorm';
 import { ApiToken } from './api-token.entity';
 import type { Scope } from './scopes';
-import { TOKEN_FORMAT, TOKEN_PREFIX } from './token-format';
+import { TOKEN_FORMAT, TOKEN_PREFIX } from '../http/token-format';
 
 /** Writing the last-used time on every request would turn every read into a write. */
 const LAST_USED_RESOLUTION_MS = 60_000;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DependencyState } from '../common/logging/dependency-state';
+import { DependencyState } from '../logging/dependency-state';
 
 /**
  * The database's availability as requests, readiness and the webhook dispatcher meet it:

@@ -17,7 +17,7 @@ import { errorExamples } from '../common/errors/error-examples';
 import {
   SHUTTING_DOWN_MESSAGE,
   ShutdownGate,
-} from '../common/http/shutdown-gate';
+} from '../http/shutdown-gate';
 import { DatabaseAvailability } from '../database/database-availability';
 import { HealthStatusDto } from './dto/health-status.dto';
 

@@ -21,18 +21,18 @@ import {
   DATABASE_UNAVAILABLE_MESSAGE,
   INTERNAL_ERROR_MESSAGE,
 } from '../common/filters/all-exceptions.filter';
-import { tooManyConnectionsMessage } from '../common/http/hardened-express.adapter';
-import { SHUTTING_DOWN_MESSAGE } from '../common/http/shutdown-gate';
+import { tooManyConnectionsMessage } from '../http/hardened-express.adapter';
+import { SHUTTING_DOWN_MESSAGE } from '../http/shutdown-gate';
 import {
   REJECTED_TOKENS,
   tooManyRequests,
-} from '../common/rate-limit/rate-limiter';
+} from '../rate-limit/rate-limiter';
 import type { AppConfig } from '../config/app.config';
 import {
   configuredBaseUrl,
   publicBaseUrlOf,
   requestBaseUrl,
-} from '../common/http/public-base-url';
+} from '../http/public-base-url';
 import { EVENT_TYPE_ENUM, EventCatalogue } from '../events/event-catalogue';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';

@@ -26,7 +26,7 @@ import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { INT64_RANGE_MESSAGE } from '../common/json/int64';
-import { publicBaseUrlOf } from '../common/http/public-base-url';
+import { publicBaseUrlOf } from '../http/public-base-url';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';

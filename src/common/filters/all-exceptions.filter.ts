@@ -13,7 +13,7 @@ import {
 } from '../../database/database-errors';
 import { DatabaseAvailability } from '../../database/database-availability';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
-import type { RequestWithId } from '../logging/pino-logger';
+import type { RequestWithId } from '../../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
 
 export interface ErrorAnswer {

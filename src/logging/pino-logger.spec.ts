@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
-import type { AppConfig } from '../../config/app.config';
+import type { AppConfig } from '../config/app.config';
 import {
   createRequestLogger,
   createRootLogger,

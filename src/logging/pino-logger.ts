@@ -2,8 +2,8 @@ import type { LoggerService } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import pino, { type Logger as Pino } from 'pino';
-import { TOKEN_ANYWHERE } from '../../auth/token-format';
-import type { AppConfig } from '../../config/app.config';
+import { TOKEN_ANYWHERE } from '../http/token-format';
+import type { AppConfig } from '../config/app.config';
 
 const REQUEST_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -1,7 +1,7 @@
 import { HttpStatus, Inject, Injectable } from '@nestjs/common';
 import type { Response } from 'express';
-import { appConfig, type AppConfig } from '../../config/app.config';
-import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import { appConfig, type AppConfig } from '../config/app.config';
+import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { RateLimitCounters, type Count } from './rate-limit-counters';
 
 /** The 429 of every limit, with `Retry-After` in whole seconds. */

@@ -3,7 +3,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { AppConfig } from '../../config/app.config';
+import type { AppConfig } from '../config/app.config';
 import { fixedSecurityHeaders } from './security-headers';
 
 /** Node's own limit, stated here so that the message below stays true. */

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { appConfig, type AppConfig } from '../../config/app.config';
+import { appConfig, type AppConfig } from '../config/app.config';
 import { MemoryCounters } from './memory-counters';
 import { RateLimitCounters } from './rate-limit-counters';
 import { RateLimiter } from './rate-limiter';

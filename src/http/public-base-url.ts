@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { AppConfig } from '../../config/app.config';
+import type { AppConfig } from '../config/app.config';
 
 /** A host name, IPv4 or bracketed IPv6 address, and an optional port: nothing that could end a URL. */
 const HOST_FORMAT = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
