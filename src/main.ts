@@ -8,10 +8,7 @@ import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './http/shutdown-gate';
-import {
-  logBootFailure,
-  logProcessWarnings,
-} from './logging/pino-logger';
+import { logBootFailure, logProcessWarnings } from './logging/pino-logger';
 
 /** Why the listener could not open, in the words of PORT and HOST; undefined if unforeseen. */
 function explainListenFailure(

@@ -14,10 +14,7 @@ import { HealthCheckService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Public } from '../auth/decorators/public.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
-import {
-  SHUTTING_DOWN_MESSAGE,
-  ShutdownGate,
-} from '../http/shutdown-gate';
+import { SHUTTING_DOWN_MESSAGE, ShutdownGate } from '../http/shutdown-gate';
 import { DatabaseAvailability } from '../database/database-availability';
 import { HealthStatusDto } from './dto/health-status.dto';
 

@@ -23,10 +23,7 @@ import {
 } from '../common/filters/all-exceptions.filter';
 import { tooManyConnectionsMessage } from '../http/hardened-express.adapter';
 import { SHUTTING_DOWN_MESSAGE } from '../http/shutdown-gate';
-import {
-  REJECTED_TOKENS,
-  tooManyRequests,
-} from '../rate-limit/rate-limiter';
+import { REJECTED_TOKENS, tooManyRequests } from '../rate-limit/rate-limiter';
 import type { AppConfig } from '../config/app.config';
 import {
   configuredBaseUrl,
