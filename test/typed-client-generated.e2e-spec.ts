@@ -1,17 +1,49 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dump, load } from 'js-yaml';
 import { ROOT } from './helpers/service-process';
+import { makeTempFolder } from './helpers/test-app';
 
-describe('the typed client (clients/typescript)', () => {
-  it('is generated from the current document (npm run client:generate)', () => {
+function generateContract(...options: string[]) {
+  return spawnSync(
+    process.execPath,
+    [join(ROOT, 'scripts', 'generate-contract.mjs'), '--check', ...options],
+    { encoding: 'utf8', timeout: 110_000 },
+  );
+}
+
+describe('the contract: openapi/service.yaml and the typed client (clients/typescript)', () => {
+  it('are generated from the current document, which breaks nothing of the last release (npm run openapi:generate)', () => {
     // exports the served document from the build, as the generator does, and compares
-    const result = spawnSync(
-      process.execPath,
-      [join(ROOT, 'clients', 'typescript', 'generate.mjs'), '--check'],
-      { encoding: 'utf8', timeout: 110_000 },
-    );
+    const result = generateContract();
     expect(result.error).toBeUndefined();
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
+  }, 120_000);
+
+  it('fails, naming each change, when the document breaks a client of the last release', () => {
+    const folder = makeTempFolder();
+    try {
+      const release = load(
+        readFileSync(join(ROOT, 'openapi', 'releases', '1.0.0.yaml'), 'utf8'),
+      ) as {
+        paths: Record<string, object>;
+        components: { schemas: Record<string, { required: string[] }> };
+      };
+      // a release that had one more operation, and a NewPlant without a required tag
+      release.paths['/plants/{id}/photos'] = { get: { responses: {} } };
+      release.components.schemas.NewPlant.required = ['id'];
+      writeFileSync(join(folder.path, '1.0.0.yaml'), dump(release));
+      writeFileSync(join(folder.path, '0.9.0.yaml'), dump({ paths: {} }));
+      const result = generateContract('--releases', folder.path);
+      expect(result.stderr.trim().split('\n')).toEqual([
+        'breaks clients of 1.0.0: POST /plants: body.name: now required',
+        'breaks clients of 1.0.0: GET /plants/{id}/photos: removed',
+      ]);
+      expect(result.status).toBe(1);
+    } finally {
+      folder.remove();
+    }
   }, 120_000);
 });

@@ -2,11 +2,12 @@ import { writeFileSync } from 'node:fs';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { createApp } from '../setup-app';
 import { buildOpenApiDocument } from './openapi-document';
-import { openApiJson } from './openapi-text';
+import { openApiJson, openApiYaml } from './openapi-text';
 
 /**
  * `npm run openapi:export [-- file]`: writes the generated document (default
- * dist/openapi.json) without listening on a port or touching a database file.
+ * dist/openapi.json; YAML when the file name ends in .yaml) without listening on a port or
+ * touching a database file.
  */
 async function exportOpenApi(target: string): Promise<void> {
   process.env.DATABASE_URL = 'sqlite::memory:';
@@ -17,7 +18,10 @@ async function exportOpenApi(target: string): Promise<void> {
       app,
       app.get<AppConfig>(appConfig.KEY),
     );
-    writeFileSync(target, `${openApiJson(document)}\n`);
+    const text = target.endsWith('.yaml')
+      ? openApiYaml(document)
+      : `${openApiJson(document)}\n`;
+    writeFileSync(target, text);
     console.log(`wrote ${target}`);
   } finally {
     await app.close();
