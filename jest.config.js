@@ -19,6 +19,8 @@ const e2e = {
   transform,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.e2e-spec\\.ts$',
+  // a mutation run's sandbox copies the repository there
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
   globalSetup: '<rootDir>/test/helpers/build-dist.ts',
 };
 

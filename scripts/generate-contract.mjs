@@ -14,7 +14,6 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { load } from 'js-yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 
@@ -99,11 +98,10 @@ function int64Fields() {
   );
 }
 
-/** The document of the highest version in openapi/releases/, and that version. */
+/** The file of the highest version in openapi/releases/ (or `--releases <folder>`), and that version. */
 function lastRelease() {
   const option = process.argv.indexOf('--releases');
-  const folder =
-    option === -1 ? new URL('openapi/releases/', root) : pathToFileURL(`${process.argv[option + 1]}/`);
+  const folder = option === -1 ? fileURLToPath(new URL('openapi/releases/', root)) : process.argv[option + 1];
   const versions = readdirSync(folder)
     .filter((name) => /^\d+\.\d+\.\d+\.yaml$/.test(name))
     .map((name) => name.slice(0, -'.yaml'.length))
@@ -112,7 +110,7 @@ function lastRelease() {
       return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
     });
   const version = versions.at(-1);
-  return { version, document: load(readFileSync(new URL(`${version}.yaml`, folder), 'utf8')) };
+  return { version, file: join(folder, `${version}.yaml`) };
 }
 
 const files = {
@@ -120,12 +118,12 @@ const files = {
   'clients/typescript/schema.d.ts': await schemaTypes(),
   'clients/typescript/int64-fields.ts': int64Fields(),
 };
-rmSync(folder, { recursive: true, force: true });
 const check = process.argv.includes('--check');
 let stale = false;
 const release = lastRelease();
-const { breakingChanges } = createRequire(import.meta.url)(fileURLToPath(new URL('dist/openapi/breaking-changes.js', root)));
-const breaks = breakingChanges(release.document, document);
+const { breakingChanges } = createRequire(import.meta.url)('./breaking-changes.js');
+const breaks = breakingChanges(release.file, exportedYaml);
+rmSync(folder, { recursive: true, force: true });
 for (const change of breaks) {
   console.error(`breaks clients of ${release.version}: ${change}`);
   stale = true;

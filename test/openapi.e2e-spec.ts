@@ -12,11 +12,17 @@ import {
   type Doc,
 } from './helpers/openapi-contract';
 import { appConfig, type AppConfig } from '../src/config/app.config';
+import { EventCatalogue } from '../src/events/event-catalogue';
 import { buildOpenApiDocument } from '../src/openapi/openapi-document';
 import { openApiJson } from '../src/openapi/openapi-text';
 import { ResponseContract } from './helpers/response-contract';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS script, shared with scripts/generate-contract.mjs
+const { breakingChanges } = require('../scripts/breaking-changes.js') as {
+  breakingChanges: (baseFile: string, revisionFile: string) => string[];
+};
 
 const PUBLIC_BASE_URL = 'https://plants.example.test';
 
@@ -167,7 +173,14 @@ describe('the OpenAPI document', () => {
           );
           return `${String(post.operationId)} ${JSON.stringify((header?.schema as Doc)?.const)}`;
         }),
-      ).toEqual(['plantAdded "plant.added"', 'plantDeleted "plant.deleted"']);
+      ).toEqual(
+        testApp.app
+          .get(EventCatalogue)
+          .events.map(
+            ({ operationId, type }) => `${operationId} ${JSON.stringify(type)}`,
+          ),
+      );
+      expect(Object.keys(webhooks)).toContain('/plant/webhook');
     });
 
     it('declares the RateLimit headers on every answer of a limited operation, and Retry-After on each 429', () => {
@@ -396,15 +409,8 @@ describe('the OpenAPI document', () => {
         referenceFile,
         stringify(instantiateReference(reference, PUBLIC_BASE_URL)) ?? '',
       );
-      const { status, output } = runTool('redocly', [
-        'diff',
-        referenceFile,
-        generatedFile,
-        '--fail-on',
-        'major',
-      ]);
-      expect(output).not.toMatch(/✖ major/);
-      expect(status).toBe(0);
+      // redocly diff's major changes, less the event types' declared growth
+      expect(breakingChanges(referenceFile, generatedFile)).toEqual([]);
     });
 
     it.each([

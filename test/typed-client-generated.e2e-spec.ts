@@ -31,15 +31,21 @@ describe('the contract: openapi/service.yaml and the typed client (clients/types
         paths: Record<string, object>;
         components: { schemas: Record<string, { required: string[] }> };
       };
-      // a release that had one more operation, and a NewPlant without a required tag
+      // a release that had one more operation, and a NewPlant without a required name
       release.paths['/plants/{id}/photos'] = { get: { responses: {} } };
       release.components.schemas.NewPlant.required = ['id'];
+      // and one event type fewer: a module's new event is declared growth, not a break
+      const delivery = release.components.schemas
+        .WebhookDelivery as unknown as {
+        properties: { eventType: { enum: string[] } };
+      };
+      delivery.properties.eventType.enum = ['plant.added'];
       writeFileSync(join(folder.path, '1.0.0.yaml'), dump(release));
       writeFileSync(join(folder.path, '0.9.0.yaml'), dump({ paths: {} }));
       const result = generateContract('--releases', folder.path);
       expect(result.stderr.trim().split('\n')).toEqual([
-        'breaks clients of 1.0.0: POST /plants: body.name: now required',
-        'breaks clients of 1.0.0: GET /plants/{id}/photos: removed',
+        'breaks clients of 1.0.0: POST /plants: Properties of `NewPlant` became required: `name`.',
+        'breaks clients of 1.0.0: /plants/{id}/photos: Path `/plants/{id}/photos` was removed.',
       ]);
       expect(result.status).toBe(1);
     } finally {

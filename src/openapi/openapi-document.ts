@@ -286,8 +286,12 @@ const WEBHOOK_HEADERS = [
 
 /**
  * Fields of event types name EVENT_TYPE_ENUM, since the types are known only at boot: the
- * declared ones take its place, and a list of them holds at most as many.
+ * declared ones take its place, and a list of them holds at most as many. Each new module's
+ * event adds one: `x-enum-may-grow` says so to readers, and to the release check
+ * (scripts/breaking-changes.js), which does not count that growth as breaking.
  */
+const MAY_GROW = { 'x-enum-may-grow': true };
+
 function listEventTypes(document: OpenAPIObject, types: readonly string[]) {
   const isPlaceholder = (schema: unknown) =>
     isDeepStrictEqual((schema as SchemaObject | undefined)?.enum, [
@@ -301,12 +305,13 @@ function listEventTypes(document: OpenAPIObject, types: readonly string[]) {
       SchemaObject,
     ][]) {
       if (isPlaceholder(property)) {
-        properties[name] = { ...property, enum: [...types] };
+        properties[name] = { ...property, enum: [...types], ...MAY_GROW };
       } else if (isPlaceholder(property.items)) {
         properties[name] = {
           ...property,
-          items: { ...property.items, enum: [...types] },
+          items: { ...property.items, enum: [...types], ...MAY_GROW },
           maxItems: types.length,
+          ...MAY_GROW,
         };
       }
     }

@@ -71,6 +71,8 @@ export interface NormalizedSchema
   type?: string;
   format?: string;
   enum?: unknown[];
+  /** `x-enum-may-grow`: each module's event adds a value to the reference's */
+  enumMayGrow?: boolean;
   /** carried into the instantiated reference for redocly diff; not compared here */
   minItems?: number;
   maxItems?: number;
@@ -110,6 +112,7 @@ export function normalizeSchema(
   if (typeof node.type === 'string') own.type = node.type;
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
+  if (node['x-enum-may-grow'] === true) own.enumMayGrow = true;
   for (const bound of BOUNDS) {
     if (node[bound] !== undefined) {
       own[bound] = node[bound] as string | number | bigint;
@@ -170,7 +173,14 @@ export function compareSchemas(
       );
     }
   }
-  if (JSON.stringify(reference.enum) !== JSON.stringify(generated.enum)) {
+  const grown =
+    generated.enumMayGrow === true &&
+    JSON.stringify(generated.enum?.slice(0, reference.enum?.length)) ===
+      JSON.stringify(reference.enum);
+  if (
+    !grown &&
+    JSON.stringify(reference.enum) !== JSON.stringify(generated.enum)
+  ) {
     differences.push(
       `${where}: enum differs (${JSON.stringify(generated.enum)} vs ${JSON.stringify(reference.enum)})`,
     );
