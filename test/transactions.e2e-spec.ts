@@ -63,7 +63,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
 
   async function eventsOf(plantId: bigint) {
     const rows = await testApp.query<{ payload: string }>(
-      "SELECT payload FROM events WHERE type = 'order.placed'",
+      "SELECT payload FROM events WHERE type = 'fixture-order.placed'",
     );
     return rows
       .map(({ payload }) => payload)
@@ -223,25 +223,28 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     };
     const { schemas, securitySchemes } = document.components;
     expect(securitySchemes.bearerAuth.description).toContain(
-      '`orders:write` (place orders)',
+      '`fixture-orders:write` (place orders)',
     );
     expect(Object.keys(document.webhooks)).toEqual([
       '/plant/webhook',
       'plant.deleted',
-      'order.placed',
+      'fixture-order.placed',
     ]);
     expect(schemas.NewWebhookSubscription.properties.events).toMatchObject({
-      items: { enum: ['plant.added', 'plant.deleted', 'order.placed'] },
+      items: { enum: ['plant.added', 'plant.deleted', 'fixture-order.placed'] },
       maxItems: 3,
     });
     expect(schemas.WebhookDelivery.properties.eventType).toMatchObject({
-      enum: ['plant.added', 'plant.deleted', 'order.placed'],
+      enum: ['plant.added', 'plant.deleted', 'fixture-order.placed'],
     });
     await testApp
       .http()
       .post('/webhooks/subscriptions')
       .set('Authorization', `Bearer ${token}`)
-      .send({ url: 'http://127.0.0.1:9/orders', events: ['order.placed'] })
+      .send({
+        url: 'http://127.0.0.1:9/fixture-orders',
+        events: ['fixture-order.placed'],
+      })
       .expect(201);
 
     // what the CLI reads, from the modules' metadata alone
@@ -252,7 +255,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
       'plants:read',
       'plants:write',
       'webhooks:manage',
-      'orders:write',
+      'fixture-orders:write',
     ]);
     expect(declarations.scopes.defaults).toEqual([
       'plants:read',
@@ -261,7 +264,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     expect(declarations.events.types).toEqual([
       'plant.added',
       'plant.deleted',
-      'order.placed',
+      'fixture-order.placed',
     ]);
   });
 
@@ -270,7 +273,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     const place = (bearer: string, body: object) =>
       testApp
         .http()
-        .post('/orders')
+        .post('/fixture-orders')
         .set('Authorization', `Bearer ${bearer}`)
         .set('Content-Type', 'application/json')
         .send(JSON.stringify(body).replace('"ID"', '9007199254740993'));
@@ -282,7 +285,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
         .body,
     ).toEqual({
       error: 403,
-      message: 'the bearer token lacks the scope orders:write',
+      message: 'the bearer token lacks the scope fixture-orders:write',
     });
     const placed = await place(token, { plantId: 'ID', quantity: 2 }).expect(
       201,
@@ -300,7 +303,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   });
 
   it('refuses to publish an event no module declares', async () => {
-    const undeclared = { ...ORDER_PLACED, type: 'order.shipped' };
+    const undeclared = { ...ORDER_PLACED, type: 'fixture-order.shipped' };
     await expect(
       dataSource.transaction(() =>
         testApp.app
@@ -308,7 +311,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
           .publish(undeclared, { id: 'x', plantId: 1n, quantity: 1 }),
       ),
     ).rejects.toThrow(
-      'order.shipped was published without being declared: import EventsModule.forFeature([...]) with it in its module',
+      'fixture-order.shipped was published without being declared: import EventsModule.forFeature([...]) with it in its module',
     );
   });
 
@@ -318,7 +321,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
         .get(EventPublisher)
         .publish(ORDER_PLACED, { id: 'x', plantId: 1n, quantity: 1 }),
     ).rejects.toThrow(
-      'order.placed was published outside a transaction: publish from a method marked @Transactional()',
+      'fixture-order.placed was published outside a transaction: publish from a method marked @Transactional()',
     );
   });
 
