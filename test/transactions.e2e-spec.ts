@@ -213,6 +213,9 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   });
 
   it('finds the scopes and events the module declares in its own folder, at boot', async () => {
+    // the service's own, whatever modules it has, then the fixture's
+    const service = new ServiceDeclarations(AppModule);
+    const eventTypes = [...service.events.types, 'fixture-order.placed'];
     const document = (await testApp.http().get('/openapi.json').expect(200))
       .body as {
       components: {
@@ -225,17 +228,14 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     expect(securitySchemes.bearerAuth.description).toContain(
       '`fixture-orders:write` (place orders)',
     );
-    expect(Object.keys(document.webhooks)).toEqual([
-      '/plant/webhook',
-      'plant.deleted',
-      'fixture-order.placed',
-    ]);
+    expect(Object.keys(document.webhooks)).toContain('fixture-order.placed');
+    expect(Object.keys(document.webhooks)).toHaveLength(eventTypes.length);
     expect(schemas.NewWebhookSubscription.properties.events).toMatchObject({
-      items: { enum: ['plant.added', 'plant.deleted', 'fixture-order.placed'] },
-      maxItems: 3,
+      items: { enum: eventTypes },
+      maxItems: eventTypes.length,
     });
     expect(schemas.WebhookDelivery.properties.eventType).toMatchObject({
-      enum: ['plant.added', 'plant.deleted', 'fixture-order.placed'],
+      enum: eventTypes,
     });
     await testApp
       .http()
@@ -248,24 +248,25 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
       .expect(201);
 
     // what the CLI reads, from the modules' metadata alone
+    expect(service.scopes.all).toEqual(
+      expect.arrayContaining([
+        'plants:read',
+        'plants:write',
+        'webhooks:manage',
+      ]),
+    );
+    expect(service.events.types).toEqual(
+      expect.arrayContaining(['plant.added', 'plant.deleted']),
+    );
     @Module({ imports: [AppModule, OrdersFixtureModule] })
     class WithOrders {}
     const declarations = new ServiceDeclarations(WithOrders);
     expect(declarations.scopes.all).toEqual([
-      'plants:read',
-      'plants:write',
-      'webhooks:manage',
+      ...service.scopes.all,
       'fixture-orders:write',
     ]);
-    expect(declarations.scopes.defaults).toEqual([
-      'plants:read',
-      'plants:write',
-    ]);
-    expect(declarations.events.types).toEqual([
-      'plant.added',
-      'plant.deleted',
-      'fixture-order.placed',
-    ]);
+    expect(declarations.scopes.defaults).toEqual(service.scopes.defaults);
+    expect(declarations.events.types).toEqual(eventTypes);
   });
 
   it("places an order over HTTP (201) with the module's own scope, a plain JSON quantity and an int64 plant id", async () => {
