@@ -4,6 +4,7 @@ import {
   type FactoryProvider,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { declarationsOf } from '../common/modules/declarations';
 import {
   DeclaredScopes,
   ScopeCatalogue,
@@ -34,10 +35,5 @@ export const scopeCatalogueProvider: FactoryProvider<ScopeCatalogue> = {
   provide: ScopeCatalogue,
   inject: [DiscoveryService],
   useFactory: (discovery: DiscoveryService) =>
-    new ScopeCatalogue(
-      discovery
-        .getProviders()
-        .map(({ instance }) => instance as unknown)
-        .filter((instance) => instance instanceof DeclaredScopes),
-    ),
+    new ScopeCatalogue(declarationsOf(discovery, DeclaredScopes)),
 };

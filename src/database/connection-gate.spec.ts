@@ -118,4 +118,37 @@ describe('ConnectionGate', () => {
     await gate.acquire(owner);
     expect(gate.holder).toBe(owner);
   });
+
+  it('counts a statement that throws before it returns a promise as ended, and rejects', async () => {
+    const gate = new ConnectionGate();
+    await expect(
+      gate.statement(() => {
+        throw new Error('bad parameters');
+      }),
+    ).rejects.toThrow('bad parameters');
+    const owner = {};
+    await gate.acquire(owner);
+    expect(gate.holder).toBe(owner);
+  });
+
+  it('runs a statement that waited for a transaction, and counts it until it ends', async () => {
+    const gate = new ConnectionGate();
+    const owner = {};
+    await gate.acquire(owner);
+    const log: string[] = [];
+    const a = step(log, 'a');
+    const statement = gate.statement(a.run);
+    gate.release(owner);
+    await settle();
+    expect(log).toEqual(['a starts']);
+    const next = {};
+    let acquired = false;
+    const acquiring = gate.acquire(next).then(() => (acquired = true));
+    await settle();
+    expect(acquired).toBe(false);
+    a.finish();
+    await statement;
+    await acquiring;
+    expect(gate.holder).toBe(next);
+  });
 });

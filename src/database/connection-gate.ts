@@ -34,15 +34,37 @@ export class ConnectionGate {
   }
 
   /** Runs one statement (or anything atomic on its own) outside every transaction. */
-  async statement<T>(run: () => Promise<T>): Promise<T> {
-    if (this.busy) await this.wait(undefined);
-    else this.inFlight += 1;
-    try {
-      return await run();
-    } finally {
+  statement<T>(run: () => Promise<T>): Promise<T> {
+    if (this.busy) return this.wait(undefined).then(() => this.ended(run));
+    this.inFlight += 1;
+    // not an async function: every statement of the service passes here, and the await of
+    // one costs a promise and a turn of the microtask queue more
+    return this.ended(run);
+  }
+
+  /** `run`, counted in flight until it settles, however it settles. */
+  private ended<T>(run: () => Promise<T>): Promise<T> {
+    const done = () => {
       this.inFlight -= 1;
       this.admit();
+    };
+    let running: Promise<T>;
+    try {
+      running = run();
+    } catch (error) {
+      done();
+      return Promise.reject(error as Error);
     }
+    return running.then(
+      (result) => {
+        done();
+        return result;
+      },
+      (error: unknown) => {
+        done();
+        throw error;
+      },
+    );
   }
 
   /** Resolves once `holder` has the connection alone; `release(holder)` gives it back. */

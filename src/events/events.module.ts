@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { declarationsOf } from '../common/modules/declarations';
 import { DeclaredEvents, EventCatalogue } from './event-catalogue';
 import type { EventDefinition } from './event-definition';
 import { EventPublisher } from './event-publisher';
@@ -20,12 +21,7 @@ import { OutboxEvent } from './outbox-event.entity';
       provide: EventCatalogue,
       inject: [DiscoveryService],
       useFactory: (discovery: DiscoveryService) =>
-        new EventCatalogue(
-          discovery
-            .getProviders()
-            .map(({ instance }) => instance as unknown)
-            .filter((instance) => instance instanceof DeclaredEvents),
-        ),
+        new EventCatalogue(declarationsOf(discovery, DeclaredEvents)),
     },
   ],
   exports: [TypeOrmModule, EventPublisher, EventCatalogue],
