@@ -59,7 +59,17 @@ describe('bearer authentication', () => {
     expect(response.body.error).toBe(401);
   });
 
-  it.each(['Basic dXNlcjpwYXNz', 'Token abc', 'Bearer', 'Bearer a b', ''])(
+  it.each(['Bearer', 'bearer', 'Bearer    '])(
+    'answers 401 for the credentials %j, saying the token is empty (an unset shell variable)',
+    (authorization) =>
+      expectUnauthorized(
+        authorization,
+        REALM_CHALLENGE,
+        'the bearer token is empty: send Authorization: Bearer <token> with the pst_ token that tokens create printed (a shell variable holding it may be unset)',
+      ),
+  );
+
+  it.each(['Basic dXNlcjpwYXNz', 'Token abc', 'Bearer a b', 'Bearers x', ''])(
     'answers 401 for the credentials %j, which are not a bearer token',
     (authorization) =>
       expectUnauthorized(

@@ -135,7 +135,7 @@ describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
     [{ url: 'ftp://example.com/x' }, 'webhook URLs must use http or https'],
     [
       { url: 'https://example.com/x', events: [] },
-      'events must be a non-empty list',
+      'events must name at least one event type; leave events out to receive every type, those added later included',
     ],
     [
       { url: 'https://example.com/x', events: null },

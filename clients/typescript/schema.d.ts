@@ -299,7 +299,8 @@ export interface components {
              */
             url: string;
             /**
-             * @description The event types to receive; every type, those added later included, when absent
+             * @description The event types to receive; every type, those added later included, when absent. An empty
+             *     list is refused (400): leave the field out instead
              * @example [
              *       "plant.added"
              *     ]

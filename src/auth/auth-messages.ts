@@ -3,6 +3,8 @@ import type { Scope } from './scopes';
 /** What the bearer guard answers, in one place: the guard says it, the document quotes it. */
 export const AUTH_MESSAGES = {
   missingToken: 'missing bearer token: send Authorization: Bearer <token>',
+  emptyToken:
+    'the bearer token is empty: send Authorization: Bearer <token> with the pst_ token that tokens create printed (a shell variable holding it may be unset)',
   notBearer:
     'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
   rejectedToken: 'the bearer token is unknown, revoked or expired',

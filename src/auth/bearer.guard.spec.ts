@@ -68,8 +68,18 @@ describe('BearerGuard', () => {
   });
 
   it('denies another scheme', () => {
-    expect(failureOf('Basic abc')).toMatchObject({
+    expect(failureOf('Basic abc')).toEqual({
       status: 401,
+      message:
+        'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
+      challenge: 'Bearer realm="plant-store"',
+    });
+  });
+
+  it('denies the Bearer scheme without a token, saying the token is empty', () => {
+    expect(failureOf('Bearer ')).toEqual({
+      status: 401,
+      message: expect.stringMatching(/^the bearer token is empty: /) as string,
       challenge: 'Bearer realm="plant-store"',
     });
   });

@@ -6,7 +6,7 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
-import { bearerTokenOf } from '../http/bearer-token';
+import { bearerTokenOf, hasEmptyBearer } from '../http/bearer-token';
 import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
@@ -35,7 +35,12 @@ export class BearerGuard implements CanActivate {
       throw unauthorized(AUTH_MESSAGES.missingToken, `Bearer ${REALM}`);
     }
     if (bearerTokenOf(request) === undefined) {
-      throw unauthorized(AUTH_MESSAGES.notBearer, `Bearer ${REALM}`);
+      throw unauthorized(
+        hasEmptyBearer(request)
+          ? AUTH_MESSAGES.emptyToken
+          : AUTH_MESSAGES.notBearer,
+        `Bearer ${REALM}`,
+      );
     }
     const token = request.bearer;
     if (!token) {

@@ -23,7 +23,10 @@ import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { UuidParam } from '../common/validation/uuid-param.decorator';
-import { CreateWebhookSubscriptionDto } from './dto/create-webhook-subscription.dto';
+import {
+  CreateWebhookSubscriptionDto,
+  EMPTY_EVENTS_MESSAGE,
+} from './dto/create-webhook-subscription.dto';
 import {
   ListDeliveriesQueryDto,
   MAX_DELIVERIES_PAGE,
@@ -84,7 +87,8 @@ export class WebhookSubscriptionsController {
     type: ErrorBody,
     examples: errorExamples(400, {
       'Unknown event type':
-        'events must be a non-empty list of event types, each one of plant.added, plant.deleted, each at most once',
+        'events must be a non-empty list of event types, each one of plant.added, plant.deleted; unknown: plant.eaten',
+      'Empty list of event types': EMPTY_EVENTS_MESSAGE,
       'URL on a private network':
         '127.0.0.1 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
     }),

@@ -1,3 +1,4 @@
+import { EMPTY_EVENTS_MESSAGE } from './dto/create-webhook-subscription.dto';
 import {
   BadRequestException,
   Inject,
@@ -59,11 +60,13 @@ export class WebhookSubscriptionsService {
     const problem = describeUrlProblem(url, this.config.allowPrivateNetworks);
     if (problem) throw new BadRequestException(problem);
     if (eventTypes !== undefined) {
+      if (eventTypes.length === 0) {
+        throw new BadRequestException(EMPTY_EVENTS_MESSAGE);
+      }
       const unknown = eventTypes.filter((type) => !this.catalogue.has(type));
-      if (eventTypes.length === 0 || unknown.length > 0) {
+      if (unknown.length > 0) {
         throw new BadRequestException(
-          `events must be a non-empty list of event types, each one of ${this.catalogue.types.join(', ')}` +
-            (unknown.length > 0 ? `; unknown: ${unknown.join(', ')}` : ''),
+          `events must be a non-empty list of event types, each one of ${this.catalogue.types.join(', ')}; unknown: ${unknown.join(', ')}`,
         );
       }
     }

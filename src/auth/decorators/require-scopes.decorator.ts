@@ -21,6 +21,7 @@ export function RequireScopes(...scopes: [Scope, ...Scope[]]) {
       type: ErrorBody,
       examples: errorExamples(401, {
         'No token': AUTH_MESSAGES.missingToken,
+        'Empty token': AUTH_MESSAGES.emptyToken,
         'Another scheme': AUTH_MESSAGES.notBearer,
         'Unknown, revoked or expired token': AUTH_MESSAGES.rejectedToken,
       }),

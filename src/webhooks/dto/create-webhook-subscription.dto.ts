@@ -12,6 +12,9 @@ import { EVENT_TYPE_ENUM, MAX_EVENT_TYPES } from '../../events/event-catalogue';
 // which types exist is known at boot: WebhookSubscriptionsService.add checks them
 const EVENTS_MESSAGE =
   'events must be a non-empty list of event types, each at most once';
+/** An empty list could only mean "nothing": leaving the field out means every type. */
+export const EMPTY_EVENTS_MESSAGE =
+  'events must name at least one event type; leave events out to receive every type, those added later included';
 
 @ApiSchema({ name: 'NewWebhookSubscription' })
 export class CreateWebhookSubscriptionDto {
@@ -23,7 +26,10 @@ export class CreateWebhookSubscriptionDto {
   @IsString({ message: 'url must be a string' })
   url!: string;
 
-  /** The event types to receive; every type, those added later included, when absent */
+  /**
+   * The event types to receive; every type, those added later included, when absent. An empty
+   * list is refused (400): leave the field out instead
+   */
   @ApiPropertyOptional({
     type: 'array',
     items: { type: 'string', enum: [...EVENT_TYPE_ENUM] },
@@ -34,7 +40,7 @@ export class CreateWebhookSubscriptionDto {
   // absent means every type; null is not a list
   @ValidateIf((dto: CreateWebhookSubscriptionDto) => dto.events !== undefined)
   @IsArray({ message: EVENTS_MESSAGE })
-  @ArrayNotEmpty({ message: EVENTS_MESSAGE })
+  @ArrayNotEmpty({ message: EMPTY_EVENTS_MESSAGE })
   @ArrayMaxSize(MAX_EVENT_TYPES, { message: EVENTS_MESSAGE })
   @ArrayUnique({ message: EVENTS_MESSAGE })
   @IsString({ each: true, message: EVENTS_MESSAGE })
