@@ -25,9 +25,8 @@ if (!existsSync(exporter)) {
 }
 const folder = mkdtempSync(join(tmpdir(), 'plant-store-client-'));
 const exported = join(folder, 'openapi.json');
-execFileSync(process.execPath, [exporter, exported], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '' } });
 const exportedYaml = join(folder, 'openapi.yaml');
-execFileSync(process.execPath, [exporter, exportedYaml], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '' } });
+execFileSync(process.execPath, [exporter, exported, exportedYaml], { stdio: 'ignore', env: { PATH: process.env.PATH ?? '' } });
 const document = JSON.parse(readFileSync(exported, 'utf8'));
 const source = pathToFileURL(exported);
 
@@ -119,14 +118,14 @@ const files = {
   'clients/typescript/int64-fields.ts': int64Fields(),
 };
 const check = process.argv.includes('--check');
-let stale = false;
+let failed = false;
 const release = lastRelease();
 const { breakingChanges } = createRequire(import.meta.url)('./breaking-changes.js');
 const breaks = breakingChanges(release.file, exportedYaml);
 rmSync(folder, { recursive: true, force: true });
 for (const change of breaks) {
   console.error(`breaks clients of ${release.version}: ${change}`);
-  stale = true;
+  failed = true;
 }
 for (const [name, text] of Object.entries(files)) {
   const target = new URL(name, root);
@@ -139,10 +138,10 @@ for (const [name, text] of Object.entries(files)) {
   if (current === text) continue;
   if (check) {
     console.error(`${name} is out of date: run npm run openapi:generate`);
-    stale = true;
+    failed = true;
   } else {
     writeFileSync(target, text);
     console.log(`wrote ${name}`);
   }
 }
-process.exitCode = stale ? 1 : 0;
+process.exitCode = failed ? 1 : 0;

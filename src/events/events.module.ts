@@ -29,13 +29,22 @@ import { OutboxEvent } from './outbox-event.entity';
 export class EventsModule {
   static forFeature(events: readonly EventDefinition[]): DynamicModule {
     return {
-      module: EventsModule,
+      module: EventDeclarationModule,
+      imports: [EventsModule],
       providers: [
         {
           provide: `events ${events.map(({ type }) => type).join(' ')}`,
           useValue: new DeclaredEvents(events),
         },
       ],
+      exports: [EventsModule],
     };
   }
 }
+
+/**
+ * What `EventsModule.forFeature` returns: a module's declaration beside the one EventsModule
+ * (its publisher and catalogue, which it re-exports), not another instance of it.
+ */
+@Module({})
+class EventDeclarationModule {}

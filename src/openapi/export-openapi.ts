@@ -5,11 +5,11 @@ import { buildOpenApiDocument } from './openapi-document';
 import { openApiJson, openApiYaml } from './openapi-text';
 
 /**
- * `npm run openapi:export [-- file]`: writes the generated document (default
+ * `npm run openapi:export [-- file ...]`: writes the generated document to each file (default
  * dist/openapi.json; YAML when the file name ends in .yaml) without listening on a port or
- * touching a database file.
+ * touching a database file. One app builds it for every file.
  */
-async function exportOpenApi(target: string): Promise<void> {
+async function exportOpenApi(targets: string[]): Promise<void> {
   process.env.DATABASE_URL = 'sqlite::memory:';
   process.env.LOG_LEVEL ??= 'silent';
   const app = await createApp();
@@ -18,17 +18,20 @@ async function exportOpenApi(target: string): Promise<void> {
       app,
       app.get<AppConfig>(appConfig.KEY),
     );
-    const text = target.endsWith('.yaml')
-      ? openApiYaml(document)
-      : `${openApiJson(document)}\n`;
-    writeFileSync(target, text);
-    console.log(`wrote ${target}`);
+    for (const target of targets) {
+      const text = target.endsWith('.yaml')
+        ? openApiYaml(document)
+        : `${openApiJson(document)}\n`;
+      writeFileSync(target, text);
+      console.log(`wrote ${target}`);
+    }
   } finally {
     await app.close();
   }
 }
 
-exportOpenApi(process.argv[2] ?? 'dist/openapi.json').catch(
+const targets = process.argv.slice(2);
+exportOpenApi(targets.length > 0 ? targets : ['dist/openapi.json']).catch(
   (error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exit(1);
