@@ -60,6 +60,24 @@ describe('Dockerfile', () => {
     expect(text).toMatch(/^COPY --from=build \/app\/node_modules/m);
   });
 
+  it('copies each local package of package.json before npm ci, which links it', () => {
+    const pkg = JSON.parse(
+      readFileSync(join(ROOT, 'package.json'), 'utf8'),
+    ) as Record<string, Record<string, string> | undefined>;
+    const local = Object.values({
+      ...pkg.dependencies,
+      ...pkg.devDependencies,
+    })
+      .filter((version) => version.startsWith('file:'))
+      .map((version) => version.slice('file:'.length));
+    expect(local).toEqual(['schematics']);
+    const install = text.indexOf('RUN npm ci');
+    for (const folder of local) {
+      const copy = text.indexOf(`COPY ${folder} ./${folder}\n`);
+      expect([folder, copy >= 0 && copy < install]).toEqual([folder, true]);
+    }
+  });
+
   it('runs as a non-root user', () => {
     const users = text.match(/^USER (\S+)/gm) ?? [];
     expect(users.length).toBeGreaterThan(0);

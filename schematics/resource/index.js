@@ -1,0 +1,310 @@
+// @ts-check
+'use strict';
+const { join, normalize, relative } = require('@angular-devkit/core');
+const {
+  apply,
+  applyTemplates,
+  callSource,
+  chain,
+  filter,
+  mergeWith,
+  move,
+  MergeStrategy,
+  noop,
+  SchematicsException,
+  url,
+} = require('@angular-devkit/schematics');
+const { RunSchematicTask } = require('@angular-devkit/schematics/tasks');
+const { ModuleDeclarator } = require('@nestjs/schematics');
+const { lastValueFrom } = require('rxjs');
+const { load } = require('js-yaml');
+const { formatSources } = require('./format');
+const { generateMigrations } = require('./migrations');
+const { resourceNames } = require('./names');
+
+const APP_MODULE = 'src/app.module.ts';
+const CONTRACT_FILES = ['openapi/service.yaml', 'clients/typescript/'];
+// served by the service beside the controllers (src/openapi/openapi-document.ts)
+const RESERVED_ROUTES = ['docs', 'openapi.json'];
+
+/** One line, no stack: what the schematics CLI prints before it exits non-zero. */
+function refuse(message) {
+  return new SchematicsException(message);
+}
+
+/**
+ * `nest g resource <name>`: a module of the plant store that follows every convention of
+ * docs/adding-a-module.md. Everything is checked, and the migrations generated, before the
+ * tree is touched; the contract is regenerated from the written code afterwards
+ * (resource-contract, which undoes the write if that fails).
+ *
+ * @param {Record<string, any>} options
+ */
+function resource(options) {
+  return async (tree, context) => {
+    const settings = settingsOf(options);
+    refuseCollisions(tree, settings);
+    const appModule = tree.read(APP_MODULE)?.toString();
+    if (appModule === undefined) {
+      throw refuse(
+        `${APP_MODULE} is missing: run the generator at the project's root`,
+      );
+    }
+    const moduleFiles = renderedFiles(settings, 'module', settings.moduleDir);
+    const testFiles = renderedFiles(settings, 'test', 'test');
+    const staged = await lastValueFrom(callSource(moduleFiles, context));
+    const migrations = await migrationsOf(staged, settings);
+    const created = [
+      ...filesOf(staged),
+      ...(settings.spec
+        ? filesOf(await lastValueFrom(callSource(testFiles, context)))
+        : []),
+      ...migrations.map(([path]) => path),
+    ].map((path) => path.replace(/^\//, ''));
+    return chain([
+      mergeWith(moduleFiles, MergeStrategy.Error),
+      settings.spec ? mergeWith(testFiles, MergeStrategy.Error) : noop(),
+      (written) => {
+        for (const [path, source] of migrations) written.create(path, source);
+        written.overwrite(APP_MODULE, withModuleImported(appModule, settings));
+      },
+      formatted([...created, APP_MODULE]),
+      () => {
+        if (!settings.contract) return;
+        context.logger.info(
+          `and then regenerate ${CONTRACT_FILES.join(' and ')} (npm run openapi:generate)`,
+        );
+        context.addTask(
+          new RunSchematicTask('resource-contract', {
+            created,
+            changed: { [APP_MODULE]: appModule },
+          }),
+        );
+      },
+    ]);
+  };
+}
+
+const absolute = (path) => normalize(`/${path}`);
+
+/** The options, checked, with every name and path the templates need. */
+function settingsOf(options) {
+  for (const [option, supported, why] of [
+    [
+      'type',
+      options.type === undefined || options.type === 'rest',
+      'only rest',
+    ],
+    ['crud', options.crud !== false, 'always writes the CRUD operations'],
+    [
+      'skipImport',
+      options.skipImport !== true,
+      `must add the module to ${APP_MODULE}, where its routes, scopes and migrations come from`,
+    ],
+    [
+      'language',
+      options.language === undefined || options.language === 'ts',
+      'writes TypeScript only',
+    ],
+  ]) {
+    if (!supported) {
+      throw refuse(
+        `--${option === 'skipImport' ? 'skip-import' : option}=${options[option]} is not supported: the plant store's resource schematic ${why}`,
+      );
+    }
+  }
+  let names;
+  try {
+    names = resourceNames(String(options.name ?? ''));
+  } catch (error) {
+    throw refuse(error.message);
+  }
+  const sourceRoot = normalize(options.sourceRoot ?? 'src');
+  if (sourceRoot !== 'src') {
+    throw refuse(`the source root must be src, got ${sourceRoot}`);
+  }
+  const parent = normalize(
+    options.path ? join(sourceRoot, normalize(options.path)) : sourceRoot,
+  );
+  if (parent !== 'src' && !parent.startsWith('src/')) {
+    throw refuse(`the path must be a folder under src, got ${options.path}`);
+  }
+  const moduleDir = options.flat ? parent : join(parent, names.name);
+  const specSuffix = options.specFileSuffix ?? 'spec';
+  if (specSuffix !== 'spec') {
+    throw refuse(
+      `--spec-file-suffix=${specSuffix} is not supported: the test runner finds *.spec.ts and *.e2e-spec.ts files only`,
+    );
+  }
+  const id = options.id ?? 'int64';
+  if (id !== 'int64' && id !== 'uuid') {
+    throw refuse(
+      `--id must be int64 (chosen by the client) or uuid (made by the service), got ${id}`,
+    );
+  }
+  return {
+    ...names,
+    id,
+    idType: id === 'int64' ? 'bigint' : 'string',
+    idParam: id === 'int64' ? 'Int64Param' : 'UuidParam',
+    idParamFile: id === 'int64' ? 'int64.decorators' : 'uuid-param.decorator',
+    spec: options.spec !== false,
+    moduleDir,
+    // the relative imports of the module folder and of its dto folder start with these
+    toSrc: relative(absolute(moduleDir), normalize('/src')) || '.',
+    dtoToSrc: relative(join(absolute(moduleDir), 'dto'), normalize('/src')),
+    timestamp: options.timestamp ?? Date.now(),
+    migrationName: `Add${names.Plural}`,
+    postgresUrl: options.postgresUrl,
+    contract: options.contract !== false,
+  };
+}
+
+/** Refuses a name that an existing module, route, table, schema or event already has. */
+function refuseCollisions(tree, settings) {
+  const taken = (path) =>
+    tree.exists(path) ||
+    tree.getDir(path).subfiles.length + tree.getDir(path).subdirs.length > 0;
+  if (!settings.moduleDir.endsWith(`/${settings.name}`)) {
+    for (const file of [
+      `${settings.name}.module.ts`,
+      `${settings.name}.controller.ts`,
+    ]) {
+      if (taken(join(normalize(settings.moduleDir), file))) {
+        throw refuse(
+          `${settings.moduleDir}/${file} already exists: the ${settings.name} module is there already`,
+        );
+      }
+    }
+  } else if (taken(settings.moduleDir)) {
+    throw refuse(
+      `${settings.moduleDir} already exists: there is a ${settings.name} module already (the generator runs once per resource)`,
+    );
+  }
+  const e2e = `test/${settings.name}.e2e-spec.ts`;
+  if (tree.exists(e2e)) throw refuse(`${e2e} already exists`);
+
+  const routes = new Set(RESERVED_ROUTES);
+  const tables = new Set();
+  tree.getDir('src').visit((path) => {
+    if (!path.endsWith('.ts')) return;
+    const source = tree.read(path).toString();
+    for (const [, route] of source.matchAll(
+      /@Controller\(\s*['"`]\/?([^'"`/]+)/g,
+    )) {
+      routes.add(route);
+    }
+    for (const [, table] of source.matchAll(/@Entity\(\s*['"`]([^'"`]+)/g))
+      tables.add(table);
+    for (const [, table] of source.matchAll(
+      /CREATE TABLE (?:IF NOT EXISTS )?"?(\w+)"?/gi,
+    )) {
+      tables.add(table);
+    }
+  });
+  if (routes.has(settings.name)) {
+    throw refuse(
+      `the route /${settings.name} is taken: a controller of the service answers there already`,
+    );
+  }
+  if (tables.has(settings.table)) {
+    throw refuse(
+      `the table ${settings.table} exists already (an entity or a migration makes it): choose another name`,
+    );
+  }
+
+  const contract = tree.read('openapi/service.yaml');
+  if (contract) {
+    const document = /** @type {any} */ (load(contract.toString()));
+    const schemas = Object.keys(document?.components?.schemas ?? {});
+    for (const schema of [settings.Singular, `New${settings.Singular}`]) {
+      if (schemas.includes(schema)) {
+        throw refuse(
+          `the schema ${schema} is in the OpenAPI document already: choose another name`,
+        );
+      }
+    }
+    const event = `${settings.singular}.added`;
+    if (Object.keys(document?.webhooks ?? {}).includes(event)) {
+      throw refuse(
+        `the event ${event} is declared already: choose another name`,
+      );
+    }
+  }
+}
+
+/** One folder of templates, rendered, without the unit spec under --no-spec. */
+function renderedFiles(settings, folder, destination) {
+  return apply(url(`./files/${folder}`), [
+    filter((path) => settings.spec || !path.endsWith('.spec.ts.template')),
+    applyTemplates({ ...settings }),
+    move(normalize(destination)),
+  ]);
+}
+
+/**
+ * The entity's migrations, generated by TypeORM from the entity as it is about to be written:
+ * `[path, source]` for each engine.
+ */
+async function migrationsOf(moduleFiles, settings) {
+  const folder = normalize(settings.moduleDir);
+  const entityPath = join(folder, `${settings.singular}.entity.ts`);
+  let migrations;
+  try {
+    migrations = await generateMigrations({
+      root: process.cwd(),
+      entityPath,
+      entitySource: moduleFiles.read(entityPath).toString(),
+      migrationName: settings.migrationName,
+      timestamp: settings.timestamp,
+      postgresUrl: settings.postgresUrl,
+    });
+  } catch (error) {
+    throw refuse(error.message);
+  }
+  return Object.entries(migrations).map(([engine, source]) => [
+    join(
+      folder,
+      'migrations',
+      engine,
+      `${settings.timestamp}-${settings.migrationName}.ts`,
+    ),
+    source,
+  ]);
+}
+
+/** AppModule with the new module last among its imports, as `nest g module` adds one. */
+function withModuleImported(appModule, settings) {
+  return new ModuleDeclarator().declare(appModule, {
+    metadata: 'imports',
+    type: 'module',
+    name: settings.name,
+    path: normalize(`/${settings.moduleDir}`),
+    module: normalize(`/${APP_MODULE}`),
+    symbol: `${settings.Plural}Module`,
+  });
+}
+
+function filesOf(tree) {
+  const files = [];
+  tree.visit((path) => files.push(String(path)));
+  return files;
+}
+
+/** Formats the written and changed TypeScript files with the project's Prettier settings. */
+function formatted(paths) {
+  return (tree) => {
+    const sources = Object.fromEntries(
+      paths
+        .filter((path) => path.endsWith('.ts'))
+        .map((path) => [path, tree.read(path).toString()]),
+    );
+    for (const [path, source] of Object.entries(
+      formatSources(process.cwd(), sources),
+    )) {
+      tree.overwrite(path, source);
+    }
+  };
+}
+
+module.exports = { resource };

@@ -1,0 +1,139 @@
+// @ts-check
+'use strict';
+/**
+ * Run in a process of its own by migrations.js: asks TypeORM what the new entity adds to each
+ * engine's schema, the way `typeorm migration:generate` does, and prints the migrations as
+ * JSON. Each engine starts from an empty database of its own (a temporary SQLite file; a
+ * PostgreSQL database made for the run and dropped after it), brought up to date with the
+ * project's own migrations, so the difference is the new entity's alone.
+ *
+ * Input (argv[2], JSON): { root, entityFile, migrationName, timestamp, postgresUrl }.
+ */
+const { randomBytes } = require('node:crypto');
+const { mkdtempSync, rmSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+
+const input = JSON.parse(process.argv[2]);
+const { root } = input;
+const fromProject = (/** @type {string} */ id) =>
+  require(require.resolve(id, { paths: [root] }));
+
+fromProject('ts-node').register({
+  transpileOnly: true,
+  project: join(root, 'tsconfig.json'),
+});
+fromProject('reflect-metadata');
+const { Client } = fromProject('pg');
+const { MigrationGenerateCommand } = require(
+  require.resolve('typeorm/commands/MigrationGenerateCommand', {
+    paths: [root],
+  }),
+);
+const { readDatabaseConfig } = require(
+  join(root, 'src/config/database.config'),
+);
+const { createDataSourceOptions } = require(
+  join(root, 'src/database/data-source-options'),
+);
+const { PortableDataSource } = require(
+  join(root, 'src/database/portable-data-source'),
+);
+
+/** The migration file TypeORM's `migration:generate` writes for this schema difference. */
+function migrationFile({ upQueries, downQueries }) {
+  const line = ({ query, parameters }) =>
+    '        await queryRunner.query(`' +
+    MigrationGenerateCommand.escapeTemplateLiteral(query) +
+    '`' +
+    MigrationGenerateCommand.queryParams(parameters) +
+    ');';
+  return MigrationGenerateCommand.getTemplate(
+    input.migrationName,
+    input.timestamp,
+    upQueries.map(line),
+    downQueries.map(line).reverse(),
+  );
+}
+
+async function schemaDifference(databaseUrl) {
+  const dataSource = new PortableDataSource({
+    ...createDataSourceOptions(
+      readDatabaseConfig({ DATABASE_URL: databaseUrl }),
+      {
+        exactIntegers: false,
+      },
+    ),
+    entities: [join(root, 'src', '**', '*.entity.ts'), input.entityFile],
+    migrationsRun: false,
+    logging: false,
+  });
+  await dataSource.initialize();
+  try {
+    await dataSource.runMigrations();
+    return await dataSource.driver.createSchemaBuilder().log();
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+async function sqlite() {
+  const folder = mkdtempSync(join(tmpdir(), 'plant-store-generate-'));
+  try {
+    return await schemaDifference(`sqlite:${join(folder, 'schema.db')}`);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+async function postgres() {
+  const admin = new Client({
+    connectionString: input.postgresUrl,
+    connectionTimeoutMillis: 5000,
+  });
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw new Error(
+      `cannot generate the PostgreSQL migration: no PostgreSQL server answers at ${new URL(input.postgresUrl).host} (${error.message}); start one, or name one with GENERATOR_DATABASE_URL`,
+    );
+  }
+  const database = `plant_store_generate_${randomBytes(6).toString('hex')}`;
+  try {
+    await admin.query(`CREATE DATABASE "${database}"`);
+    const url = new URL(input.postgresUrl);
+    url.pathname = `/${database}`;
+    try {
+      return await schemaDifference(url.toString());
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+async function main() {
+  const migrations = {};
+  for (const [engine, difference] of [
+    ['sqlite', sqlite],
+    ['postgres', postgres],
+  ]) {
+    const sql = await difference();
+    if (sql.upQueries.length === 0) {
+      throw new Error(
+        `TypeORM finds nothing to add to the ${engine} schema for the new entity: is its table already there?`,
+      );
+    }
+    migrations[engine] = migrationFile(sql);
+  }
+  process.stdout.write(JSON.stringify(migrations));
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  },
+);
