@@ -39,6 +39,7 @@ const ENGINE_INDEPENDENT = [
   'postgres',
   'process',
   'rate-limit-shared',
+  'resource-schematic',
   'typed-client-generated',
   'webhooks-process',
 ].map((name) => `<rootDir>/test/${name}\\.e2e-spec\\.ts$`);

@@ -6,7 +6,7 @@ import { describeWhenReachable, probeService } from './external-service';
  * Where the PostgreSQL suite runs: TEST_DATABASE_URL (an administrative URL; every test file
  * gets a fresh database created from it), or a local server on 127.0.0.1:5432 when one answers.
  */
-const ADMIN_URL =
+export const POSTGRES_ADMIN_URL =
   process.env.TEST_DATABASE_URL ??
   'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -21,12 +21,12 @@ export function describeWithPostgres(name: string, body: () => void): void {
      client.connect().then(() => client.query('SELECT 1')).then(
        () => client.end().then(() => process.exit(0)),
        (error) => { console.error(error.message); process.exit(1); });`,
-    ADMIN_URL,
+    POSTGRES_ADMIN_URL,
   );
   describeWhenReachable(
     {
       name: 'PostgreSQL',
-      url: ADMIN_URL,
+      url: POSTGRES_ADMIN_URL,
       variable: 'TEST_DATABASE_URL',
       problem,
     },
@@ -41,16 +41,16 @@ export async function createTestDatabase(): Promise<{
   drop: () => Promise<void>;
 }> {
   const name = `plant_store_test_${randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: ADMIN_URL });
+  const admin = new Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
   await admin.end();
-  const url = new URL(ADMIN_URL);
+  const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     drop: async () => {
-      const client = new Client({ connectionString: ADMIN_URL });
+      const client = new Client({ connectionString: POSTGRES_ADMIN_URL });
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await client.end();

@@ -28,13 +28,17 @@ export interface ServiceProcess {
   exited: Promise<number | string>;
 }
 
-/** Starts `node dist/main.js` on a free loopback port and waits until it is live. */
+/**
+ * Starts `node dist/main.js` (this repository's build, or `main`) on a free loopback port and
+ * waits until it is live.
+ */
 export async function startServiceProcess(
   env: Record<string, string>,
   cwd = ROOT,
+  main = MAIN,
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [main], {
     cwd,
     env: {
       PATH: process.env.PATH ?? '',

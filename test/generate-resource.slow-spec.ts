@@ -1,0 +1,310 @@
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+import {
+  startServiceProcess,
+  type ServiceProcess,
+} from './helpers/service-process';
+
+// `nest g resource garden-beds` (and a module with UUIDs beside it) in a copy of the
+// repository, then everything a developer runs
+// before committing, on the generated code with no hand edit: lint, format, build, the
+// contract check, the module's own e2e spec on both engines, and the built service over HTTP
+// (jest.slow.config.js, `npm run test:slow`; CI runs it).
+const ROOT = join(__dirname, '..');
+// what git does not track, and the copy must not carry
+const NOT_COPIED = new Set([
+  '.git',
+  'node_modules',
+  'dist',
+  'data',
+  'coverage',
+  'reports',
+  '.stryker-tmp',
+  'test-artifacts',
+]);
+
+describe('nest g resource garden-beds, in a copy of the repository', () => {
+  let copy: string;
+  const postgresUrl =
+    process.env.TEST_DATABASE_URL ??
+    'postgres://postgres@127.0.0.1:5432/postgres';
+  // the developer's environment stays out: only what the commands need
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    npm_config_nodedir: process.env.npm_config_nodedir ?? '',
+    TEST_DATABASE_URL: postgresUrl,
+    GENERATOR_DATABASE_URL: postgresUrl,
+    ...(process.env.CI && { CI: process.env.CI }),
+  };
+  const run = (command: string, ...args: string[]): SpawnSyncReturns<string> =>
+    spawnSync(command, args, {
+      cwd: copy,
+      env,
+      encoding: 'utf8',
+      timeout: 10 * 60_000,
+    });
+  const passes = (result: SpawnSyncReturns<string>) => {
+    if (result.status !== 0) {
+      throw new Error(
+        `${result.stdout}\n${result.stderr}\nexited with ${result.status}`,
+      );
+    }
+    return result;
+  };
+  const filesUnder = (folder: string): string[] =>
+    readdirSync(join(copy, folder), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(copy, join(entry.parentPath, entry.name)))
+      .sort();
+
+  beforeAll(() => {
+    copy = mkdtempSync(join(tmpdir(), 'plant-store-generated-'));
+    cpSync(ROOT, copy, {
+      recursive: true,
+      filter: (source) =>
+        source === ROOT ||
+        !NOT_COPIED.has(relative(ROOT, source).split('/')[0]),
+    });
+    symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
+  });
+
+  afterAll(() => rmSync(copy, { recursive: true, force: true }));
+
+  it('shows every file it would write or change with --dry-run, and writes none', () => {
+    const appModule = readFileSync(join(copy, 'src/app.module.ts'), 'utf8');
+    const dryRun = passes(
+      run('npx', 'nest', 'g', 'resource', 'garden-beds', '--dry-run'),
+    );
+    const listed = [
+      ...stripVTControlCharacters(dryRun.stdout).matchAll(
+        /^(CREATE|UPDATE) (\S+)/gm,
+      ),
+    ].map(([, action, path]) => `${action} ${path}`);
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        'CREATE src/garden-beds/garden-beds.module.ts',
+        'CREATE src/garden-beds/garden-beds.controller.ts',
+        'CREATE src/garden-beds/garden-beds.service.ts',
+        'CREATE src/garden-beds/garden-bed.entity.ts',
+        'CREATE test/garden-beds.e2e-spec.ts',
+        'UPDATE src/app.module.ts',
+      ]),
+    );
+    expect(listed.filter((line) => line.includes('/migrations/'))).toEqual([
+      expect.stringMatching(
+        /^CREATE src\/garden-beds\/migrations\/sqlite\/\d+-AddGardenBeds\.ts$/,
+      ),
+      expect.stringMatching(
+        /^CREATE src\/garden-beds\/migrations\/postgres\/\d+-AddGardenBeds\.ts$/,
+      ),
+    ]);
+    expect(dryRun.stdout).toContain(
+      'regenerate openapi/service.yaml and clients/typescript/',
+    );
+    expect(existsSync(join(copy, 'src/garden-beds'))).toBe(false);
+    expect(readFileSync(join(copy, 'src/app.module.ts'), 'utf8')).toBe(
+      appModule,
+    );
+  });
+
+  it('writes the module, its migrations, its tests and its contract in one command', () => {
+    const started = Date.now();
+    const generated = passes(
+      run('npx', 'nest', 'g', 'resource', 'garden-beds'),
+    );
+    process.stdout.write(
+      `nest g resource garden-beds took ${Date.now() - started} ms\n`,
+    );
+    expect(generated.stderr).toBe('');
+    expect(filesUnder('src/garden-beds')).toHaveLength(12);
+    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
+      '  /garden-beds/{id}:',
+    );
+    expect(
+      readFileSync(join(copy, 'clients/typescript/schema.d.ts'), 'utf8'),
+    ).toContain('"/garden-beds/{id}"');
+  });
+
+  it('writes a module with service-made UUIDs with --id uuid', () => {
+    passes(
+      run(
+        'npm',
+        'run',
+        'generate:resource',
+        '--',
+        'seed-trays',
+        '--id',
+        'uuid',
+      ),
+    );
+    expect(
+      readFileSync(join(copy, 'src/seed-trays/seed-tray.entity.ts'), 'utf8'),
+    ).toContain("@PrimaryColumn({ type: 'uuid' })");
+  });
+
+  it('refuses a second run in one line, exits non-zero, and changes nothing', () => {
+    const before = filesUnder('src');
+    const again = run(
+      'npm',
+      'run',
+      '--silent',
+      'generate:resource',
+      '--',
+      'garden-beds',
+    );
+    expect(again.status).not.toBe(0);
+    expect(stripVTControlCharacters(again.stderr).trim()).toBe(
+      'Error: src/garden-beds already exists: there is a garden-beds module already (the generator runs once per resource)',
+    );
+    expect(filesUnder('src')).toEqual(before);
+  });
+
+  it('passes lint and the format check, as handwritten code must', () => {
+    passes(run('npm', 'run', 'lint'));
+    passes(run('npm', 'run', 'format:check'));
+  });
+
+  it('builds; the document matches the reference and the committed contract; the migrations match the entities', () => {
+    passes(run('npm', 'run', 'build'));
+    passes(run('node', 'scripts/generate-contract.mjs', '--check'));
+    // database-schema runs `migration:generate --check` on both engines
+    passes(
+      run(
+        'npx',
+        'jest',
+        '--selectProjects',
+        'e2e',
+        '--',
+        'test/openapi.e2e-spec.ts',
+        'test/database-schema.e2e-spec.ts',
+      ),
+    );
+  });
+
+  it("passes the modules' own e2e specs on SQLite and on PostgreSQL", () => {
+    const e2e = passes(
+      run(
+        'npx',
+        'jest',
+        '--selectProjects',
+        'e2e',
+        'e2e-postgres',
+        '--',
+        'test/garden-beds.e2e-spec.ts',
+        'test/seed-trays.e2e-spec.ts',
+      ),
+    );
+    for (const project of ['e2e', 'e2e-postgres']) {
+      for (const name of ['garden-beds', 'seed-trays']) {
+        expect(e2e.stderr).toContain(
+          `PASS ${project} test/${name}.e2e-spec.ts`,
+        );
+      }
+    }
+  });
+
+  describe('the built service', () => {
+    let service: ServiceProcess;
+    let tokens: Record<'reader' | 'writer' | 'plantsReader', string>;
+
+    beforeAll(async () => {
+      const serviceEnv = {
+        ...env,
+        DATABASE_URL: `sqlite:${join(copy, 'data', 'slow-test.sqlite')}`,
+      };
+      service = await startServiceProcess(
+        serviceEnv,
+        copy,
+        join(copy, 'dist', 'main.js'),
+      );
+      const token = (scopes: string) =>
+        passes(
+          spawnSync(
+            process.execPath,
+            [
+              'dist/cli.js',
+              'tokens',
+              'create',
+              '--name',
+              scopes,
+              '--scopes',
+              scopes,
+            ],
+            { cwd: copy, env: serviceEnv, encoding: 'utf8' },
+          ),
+        )
+          .stdout.trim()
+          .split('\n')
+          .pop()!;
+      tokens = {
+        reader: token('garden-beds:read'),
+        writer: token('garden-beds:write'),
+        plantsReader: token('plants:read'),
+      };
+    });
+
+    afterAll(async () => {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    });
+
+    const call = (method: string, path: string, token: string, body?: object) =>
+      fetch(`${service.baseUrl}${path}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${token}`,
+          ...(body && { 'Content-Type': 'application/json' }),
+        },
+        body: body && JSON.stringify(body),
+      });
+
+    it('creates, lists, reads and deletes a garden bed with tokens of the new scopes', async () => {
+      const created = await call('POST', '/garden-beds', tokens.writer, {
+        id: 42,
+        name: 'North garden bed',
+      });
+      expect([created.status, await created.text()]).toEqual([
+        200,
+        '{"id":42,"name":"North garden bed"}',
+      ]);
+      const list = await call('GET', '/garden-beds', tokens.reader);
+      expect([list.status, await list.text()]).toEqual([
+        200,
+        '[{"id":42,"name":"North garden bed"}]',
+      ]);
+      const read = await call('GET', '/garden-beds/42', tokens.reader);
+      expect(read.status).toBe(200);
+      expect(
+        (await call('DELETE', '/garden-beds/42', tokens.writer)).status,
+      ).toBe(204);
+      expect((await call('GET', '/garden-beds/42', tokens.reader)).status).toBe(
+        404,
+      );
+    });
+
+    it('refuses a plants:read token on every route of the new module with 403', async () => {
+      for (const [method, path, body] of [
+        ['GET', '/garden-beds'],
+        ['POST', '/garden-beds', { id: 1, name: 'x' }],
+        ['GET', '/garden-beds/1'],
+        ['DELETE', '/garden-beds/1'],
+      ] as const) {
+        const response = await call(method, path, tokens.plantsReader, body);
+        expect([method, path, response.status]).toEqual([method, path, 403]);
+        expect(await response.json()).toMatchObject({ error: 403 });
+      }
+    });
+  });
+});

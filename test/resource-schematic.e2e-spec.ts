@@ -1,0 +1,432 @@
+import { HostTree } from '@angular-devkit/schematics';
+import {
+  SchematicTestRunner,
+  UnitTestTree,
+} from '@angular-devkit/schematics/testing';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { ROOT } from './helpers/service-process';
+import { describeWithPostgres, POSTGRES_ADMIN_URL } from './helpers/postgres';
+
+// The resource schematic (schematics/resource), run as nestjs/schematics tests its own: over a
+// virtual tree holding the project's real files. The migrations are generated for real, on a
+// temporary SQLite file and a PostgreSQL database made for the run. The resource's name has the
+// fixtures' prefix, so that no module a developer generates can clash with it.
+const TIMESTAMP = 1795700000000;
+
+function projectTree(): UnitTestTree {
+  const tree = new UnitTestTree(new HostTree());
+  const copy = (path: string) => {
+    for (const entry of readdirSync(join(ROOT, path), {
+      withFileTypes: true,
+    })) {
+      const child = join(path, entry.name);
+      if (entry.isDirectory()) copy(child);
+      else tree.create(child, readFileSync(join(ROOT, child)));
+    }
+  };
+  copy('src');
+  for (const file of [
+    'openapi/service.yaml',
+    'package.json',
+    'nest-cli.json',
+  ]) {
+    tree.create(file, readFileSync(join(ROOT, file)));
+  }
+  return tree;
+}
+
+describeWithPostgres('nest g resource (schematics/resource)', () => {
+  const runner = new SchematicTestRunner(
+    '@plant-store/schematics',
+    join(ROOT, 'schematics', 'collection.json'),
+  );
+  const APP_MODULE = readFileSync(join(ROOT, 'src/app.module.ts'), 'utf8');
+  const options = (extra: Record<string, unknown> = {}) => ({
+    name: 'fixture-seed-trays',
+    timestamp: TIMESTAMP,
+    postgresUrl: POSTGRES_ADMIN_URL,
+    ...extra,
+  });
+  const run = (extra: Record<string, unknown> = {}, tree = projectTree()) =>
+    runner.runSchematic('resource', options(extra), tree);
+  const written = (tree: UnitTestTree, before: UnitTestTree) =>
+    tree.files.filter((file) => !before.exists(file)).sort();
+
+  describe('for fixture-seed-trays, with int64 ids', () => {
+    let before: UnitTestTree;
+    let tree: UnitTestTree;
+
+    beforeAll(async () => {
+      before = projectTree();
+      tree = await run({}, projectTree());
+    });
+
+    it('writes the module folder, its migrations and its e2e spec, and nothing else', () => {
+      expect(written(tree, before)).toEqual(
+        [
+          'dto/create-fixture-seed-tray.dto.ts',
+          'dto/fixture-seed-tray.dto.ts',
+          'dto/list-fixture-seed-trays-query.dto.ts',
+          'fixture-seed-tray.entity.ts',
+          'fixture-seed-tray.events.ts',
+          'fixture-seed-tray.scopes.ts',
+          'fixture-seed-trays.controller.ts',
+          'fixture-seed-trays.module.ts',
+          'fixture-seed-trays.service.spec.ts',
+          'fixture-seed-trays.service.ts',
+          `migrations/postgres/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+          `migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+        ]
+          .map((file) => `/src/fixture-seed-trays/${file}`)
+          .concat('/test/fixture-seed-trays.e2e-spec.ts')
+          .sort(),
+      );
+      const changed = before.files.filter(
+        (file) => tree.readContent(file) !== before.readContent(file),
+      );
+      expect(changed).toEqual(['/src/app.module.ts']);
+    });
+
+    it('adds the module to AppModule, last of its imports', () => {
+      const lines = tree.readContent('src/app.module.ts').split('\n');
+      const original = APP_MODULE.split('\n');
+      expect(lines.filter((line) => !original.includes(line))).toEqual([
+        "import { FixtureSeedTraysModule } from './fixture-seed-trays/fixture-seed-trays.module';",
+        '    FixtureSeedTraysModule,',
+      ]);
+      expect(lines.indexOf('    FixtureSeedTraysModule,')).toBe(
+        lines.indexOf('    WebhooksModule,') + 1,
+      );
+    });
+
+    it('declares the scopes and the event in the module folder, and registers them in the module file', () => {
+      const folder = 'src/fixture-seed-trays';
+      expect(
+        tree.readContent(`${folder}/fixture-seed-tray.scopes.ts`),
+      ).toContain(
+        "export const FIXTURE_SEED_TRAY_SCOPES = {\n  'fixture-seed-trays:read': {\n    description: 'list and read fixture seed trays',\n    byDefault: false,\n  },\n  'fixture-seed-trays:write': {\n    description: 'add and delete fixture seed trays',\n    byDefault: false,\n  },\n} as const satisfies ScopeDefinitions;",
+      );
+      expect(
+        tree.readContent(`${folder}/fixture-seed-tray.events.ts`),
+      ).toContain("type: 'fixture-seed-tray.added',");
+      const module = tree.readContent(`${folder}/fixture-seed-trays.module.ts`);
+      for (const registration of [
+        'TypeOrmModule.forFeature([FixtureSeedTray])',
+        'ScopesModule.forFeature(FIXTURE_SEED_TRAY_SCOPES)',
+        'EventsModule.forFeature([FIXTURE_SEED_TRAY_ADDED])',
+        'controllers: [FixtureSeedTraysController]',
+        'providers: [FixtureSeedTraysService]',
+      ]) {
+        expect(module).toContain(registration);
+      }
+    });
+
+    it('writes the four operations, each behind its scope, with a client-chosen int64 id', () => {
+      const controller = tree.readContent(
+        'src/fixture-seed-trays/fixture-seed-trays.controller.ts',
+      );
+      const routes = [
+        ...controller.matchAll(
+          /@(Get|Post|Delete)\((?:'([^']*)')?\)\n(?: {2}@HttpCode\(HttpStatus\.\w+\)\n)? {2}@RequireScopes\('([^']+)'\)/g,
+        ),
+      ].map(([, verb, path, scope]) => `${verb} ${path ?? ''} ${scope}`);
+      expect(routes).toEqual([
+        'Get  fixture-seed-trays:read',
+        'Post  fixture-seed-trays:write',
+        'Get :id fixture-seed-trays:read',
+        'Delete :id fixture-seed-trays:write',
+      ]);
+      expect(controller).toContain("@Controller('fixture-seed-trays')");
+      expect(controller).toContain("@Int64Param('id', ID) id: bigint");
+      expect(
+        tree.readContent(
+          'src/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+        ),
+      ).toContain('@Int64Property({ example: EXAMPLE_ID })\n  id!: bigint;');
+      expect(
+        tree.readContent('src/fixture-seed-trays/fixture-seed-tray.entity.ts'),
+      ).toContain(
+        "@Entity('fixture_seed_trays')\nexport class FixtureSeedTray {\n  /** Chosen by the client; a true int64. */\n  @Int64PrimaryColumn()\n  id!: bigint;",
+      );
+    });
+
+    it('publishes fixture-seed-tray.added from the service, inside its unit of work', () => {
+      const service = tree.readContent(
+        'src/fixture-seed-trays/fixture-seed-trays.service.ts',
+      );
+      // the method, whatever the line breaks prettier chose for it
+      expect(service.replace(/\s+/g, ' ')).toContain(
+        '@Transactional() async create({ id, name, }: CreateFixtureSeedTrayDto): Promise<FixtureSeedTray> { ' +
+          'const fixtureSeedTray = Object.assign(new FixtureSeedTray(), { id, name }); ' +
+          'await this.fixtureSeedTrays.insert(fixtureSeedTray); ' +
+          'await this.events.publish(FIXTURE_SEED_TRAY_ADDED, { ...fixtureSeedTray });',
+      );
+    });
+
+    it('has TypeORM generate one migration per engine from the entity', () => {
+      const migration = (engine: string) =>
+        tree.readContent(
+          `src/fixture-seed-trays/migrations/${engine}/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+        );
+      expect(migration('sqlite')).toContain(
+        'CREATE TABLE "fixture_seed_trays" ("id" bigint PRIMARY KEY NOT NULL, "name" text NOT NULL)',
+      );
+      expect(migration('postgres')).toMatch(
+        /CREATE TABLE "fixture_seed_trays" \("id" bigint NOT NULL, "name" text NOT NULL, CONSTRAINT "PK_\w+" PRIMARY KEY \("id"\)\)/,
+      );
+      for (const engine of ['sqlite', 'postgres']) {
+        expect(migration(engine)).toContain(
+          `export class AddFixtureSeedTrays${TIMESTAMP} implements MigrationInterface {`,
+        );
+        expect(migration(engine)).toContain(
+          'await queryRunner.query(`DROP TABLE "fixture_seed_trays"`);',
+        );
+      }
+    });
+
+    it('writes an e2e spec that runs on both engines, over HTTP, with tokens of the new scopes', () => {
+      const spec = tree.readContent('test/fixture-seed-trays.e2e-spec.ts');
+      expect(spec).toContain("process.env.TEST_ENGINE ?? 'sqlite'");
+      expect(spec).toContain("scopes: ['fixture-seed-trays:write']");
+      expect(spec).toContain("scopes: ['plants:read']");
+    });
+
+    it('formats every file it writes or changes as the project does', () => {
+      const folder = mkdtempSync(join(tmpdir(), 'plant-store-format-'));
+      try {
+        const files = written(tree, before).concat('/src/app.module.ts');
+        for (const file of files) {
+          mkdirSync(join(folder, dirname(file)), { recursive: true });
+          writeFileSync(join(folder, file), tree.readContent(file));
+        }
+        const prettier = spawnSync(
+          join(ROOT, 'node_modules/.bin/prettier'),
+          [
+            '--check',
+            '--config',
+            join(ROOT, '.prettierrc'),
+            ...files.map((file) => `.${file}`),
+          ],
+          { cwd: folder, encoding: 'utf8' },
+        );
+        expect(prettier.stderr).toBe('');
+        expect(prettier.status).toBe(0);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
+    });
+
+    it('then regenerates the contract, and passes it what to undo if that fails', () => {
+      expect(runner.tasks).toHaveLength(1);
+      const [{ name, options: task }] = runner.tasks as {
+        name: string;
+        options: {
+          name: string;
+          options: { created: string[]; changed: Record<string, string> };
+        };
+      }[];
+      expect([name, task.name]).toEqual(['run-schematic', 'resource-contract']);
+      expect(task.options.created.sort()).toEqual(
+        written(tree, before).map((file) => file.slice(1)),
+      );
+      expect(task.options.changed).toEqual({ 'src/app.module.ts': APP_MODULE });
+    });
+  });
+
+  it('makes the service choose UUIDs with --id uuid', async () => {
+    const tree = await run({ id: 'uuid' });
+    expect(
+      tree.readContent('src/fixture-seed-trays/fixture-seed-tray.entity.ts'),
+    ).toContain("@PrimaryColumn({ type: 'uuid' })\n  id!: string;");
+    expect(
+      tree.readContent('src/fixture-seed-trays/fixture-seed-trays.service.ts'),
+    ).toContain(
+      'Object.assign(new FixtureSeedTray(), {\n      id: randomUUID(),\n      name,\n    });',
+    );
+    expect(
+      tree.readContent(
+        'src/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+      ),
+    ).not.toContain('id!');
+    expect(
+      tree.readContent(
+        'src/fixture-seed-trays/fixture-seed-trays.controller.ts',
+      ),
+    ).toContain("@UuidParam('id', ID) id: string");
+    expect(
+      tree.readContent(
+        `src/fixture-seed-trays/migrations/postgres/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+      ),
+    ).toContain('"id" uuid NOT NULL');
+    expect(
+      tree.readContent(
+        `src/fixture-seed-trays/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+      ),
+    ).toContain('"id" varchar PRIMARY KEY NOT NULL');
+  });
+
+  it('writes no spec with --no-spec', async () => {
+    const tree = await run({ spec: false });
+    expect(
+      tree.files.filter((file) => file.includes('fixture-seed-tray')),
+    ).not.toContainEqual(expect.stringMatching(/spec\.ts$/));
+    expect(
+      tree.exists('src/fixture-seed-trays/fixture-seed-trays.service.ts'),
+    ).toBe(true);
+  });
+
+  it('writes into the folder itself with --flat, and under a path given, with imports to match', async () => {
+    const flat = await run({ flat: true, path: 'catalogue' });
+    expect(flat.exists('src/catalogue/fixture-seed-trays.module.ts')).toBe(
+      true,
+    );
+    expect(
+      flat.exists(
+        `src/catalogue/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+      ),
+    ).toBe(true);
+    expect(
+      flat.readContent('src/catalogue/fixture-seed-trays.module.ts'),
+    ).toContain("from '../auth/scopes.module'");
+    expect(flat.readContent('src/app.module.ts')).toContain(
+      "import { FixtureSeedTraysModule } from './catalogue/fixture-seed-trays.module';",
+    );
+    const nested = await run({ path: 'catalogue' });
+    expect(
+      nested.readContent(
+        'src/catalogue/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+      ),
+    ).toContain("from '../../../common/validation/validators'");
+  });
+
+  describe('refuses, before writing anything,', () => {
+    it.each([
+      [
+        { name: 'Garden_Beds' },
+        '"Garden_Beds" is not a resource name: use a plural kebab-case name',
+      ],
+      [
+        { name: 'fixture-seed-tray' },
+        '"fixture-seed-tray" is not a plural: name the resource as its route does, such as fixture-seed-trays',
+      ],
+      [
+        { name: 'classes' },
+        'would declare a variable named class, a reserved word',
+      ],
+      [
+        { name: 'plants' },
+        'src/plants already exists: there is a plants module already',
+      ],
+      [{ name: 'docs' }, 'the route /docs is taken'],
+      [
+        { name: 'webhook-subscriptions' },
+        'the table webhook_subscriptions exists already',
+      ],
+      [
+        { name: 'errors' },
+        'the schema Error is in the OpenAPI document already',
+      ],
+      [
+        { type: 'graphql-code-first' },
+        '--type=graphql-code-first is not supported',
+      ],
+      [{ crud: false }, '--crud=false is not supported'],
+      [{ skipImport: true }, '--skip-import=true is not supported'],
+      [{ specFileSuffix: 'test' }, '--spec-file-suffix=test is not supported'],
+      [
+        { id: 'serial' },
+        '--id must be int64 (chosen by the client) or uuid (made by the service), got serial',
+      ],
+      [{ path: '../elsewhere' }, 'the path must be a folder under src'],
+      [
+        { postgresUrl: 'postgres://postgres@127.0.0.1:1/postgres' },
+        'cannot generate the PostgreSQL migration: no PostgreSQL server answers at 127.0.0.1:1',
+      ],
+    ])('%j', async (extra, message) => {
+      const tree = projectTree();
+      const files = tree.files.length;
+      await expect(run(extra, tree)).rejects.toThrow(message);
+      expect(tree.files).toHaveLength(files);
+      expect(tree.readContent('src/app.module.ts')).toBe(APP_MODULE);
+    });
+
+    it('a second run for the same resource', async () => {
+      const once = await run();
+      await expect(run({}, once)).rejects.toThrow(
+        'src/fixture-seed-trays already exists: there is a fixture-seed-trays module already (the generator runs once per resource)',
+      );
+    });
+  });
+
+  describe('resource-contract, when regenerating the contract fails', () => {
+    let folder: string;
+    const cwd = process.cwd();
+
+    beforeEach(() => {
+      folder = mkdtempSync(join(tmpdir(), 'plant-store-contract-'));
+      writeFileSync(
+        join(folder, 'package.json'),
+        JSON.stringify({
+          scripts: {
+            'openapi:generate':
+              'echo "src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name" >&2; exit 2',
+          },
+        }),
+      );
+      mkdirSync(join(folder, 'src/fixture-seed-trays/dto'), {
+        recursive: true,
+      });
+      mkdirSync(join(folder, 'src/kept'), { recursive: true });
+      for (const file of [
+        'src/fixture-seed-trays/a.ts',
+        'src/fixture-seed-trays/dto/b.ts',
+        'src/kept/c.ts',
+        'src/app.module.ts',
+      ]) {
+        writeFileSync(join(folder, file), 'written');
+      }
+      process.chdir(folder);
+    });
+
+    afterEach(() => {
+      process.chdir(cwd);
+      rmSync(folder, { recursive: true, force: true });
+    });
+
+    it('removes what the resource wrote, restores what it changed, and says why in one line', async () => {
+      await expect(
+        runner.runSchematic(
+          'resource-contract',
+          {
+            created: [
+              'src/fixture-seed-trays/a.ts',
+              'src/fixture-seed-trays/dto/b.ts',
+              'src/kept/c.ts',
+            ],
+            changed: { 'src/app.module.ts': 'original' },
+          },
+          new HostTree() as unknown as UnitTestTree,
+        ),
+      ).rejects.toThrow(
+        'npm run openapi:generate failed, so nothing was generated (src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name); the written files are removed',
+      );
+      const left = (path: string) => existsSync(join(folder, path));
+      expect(left('src/fixture-seed-trays')).toBe(false);
+      expect(left('src/kept')).toBe(false);
+      expect(readFileSync(join(folder, 'src/app.module.ts'), 'utf8')).toBe(
+        'original',
+      );
+    });
+  });
+});
