@@ -1,4 +1,5 @@
 import { Webhook } from 'standardwebhooks';
+import { DataSource } from 'typeorm';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 import { MAX_ACTIVE_SUBSCRIPTIONS } from '../src/webhooks/webhook-subscriptions.service';
@@ -202,6 +203,51 @@ describe('webhook subscriptions over HTTP (/webhooks/subscriptions)', () => {
     await call('post', '/webhooks/subscriptions')
       .send({ url: `${receiver.url}/room-again` })
       .expect(201);
+  });
+
+  it(`never passes ${MAX_ACTIVE_SUBSCRIPTIONS} active subscriptions, however many creates run at once`, async () => {
+    const before = (await call('get', '/webhooks/subscriptions').expect(200))
+      .body as Subscription[];
+    const racing = 150;
+    const statuses = await Promise.all(
+      Array.from(
+        { length: racing },
+        async (_, i) =>
+          (
+            await call('post', '/webhooks/subscriptions').send({
+              url: `${receiver.url}/racing/${i}`,
+            })
+          ).status,
+      ),
+    );
+    const room = MAX_ACTIVE_SUBSCRIPTIONS - before.length;
+    expect(statuses.filter((status) => status === 201)).toHaveLength(room);
+    expect(statuses.filter((status) => status === 400)).toHaveLength(
+      racing - room,
+    );
+    const active = await testApp.query<{ slot: bigint }>(
+      'SELECT slot FROM webhook_subscriptions WHERE removed_at IS NULL ORDER BY slot',
+    );
+    expect(active.map(({ slot }) => Number(slot))).toEqual(
+      Array.from({ length: MAX_ACTIVE_SUBSCRIPTIONS }, (_, i) => i + 1),
+    );
+    const listed = await call('get', '/webhooks/subscriptions').expect(200);
+    expect(listed.body).toHaveLength(MAX_ACTIVE_SUBSCRIPTIONS);
+    for (const { id } of (listed.body as Subscription[]).slice(before.length)) {
+      await call('delete', `/webhooks/subscriptions/${id}`).expect(204);
+    }
+  });
+
+  it('refuses an active subscription without a slot, or one past the cap, in the database itself', async () => {
+    for (const slot of ['NULL', String(MAX_ACTIVE_SUBSCRIPTIONS + 1), '0']) {
+      await expect(
+        testApp.app
+          .get(DataSource)
+          .query(
+            `INSERT INTO webhook_subscriptions (id, url, secret, slot) VALUES ('00000000-0000-4000-8000-00000000000${slot.length}', 'https://example.com/', 'whsec_x', ${slot})`,
+          ),
+      ).rejects.toThrow(/CHK_webhook_subscriptions_(slot|active_has_slot)/);
+    }
   });
 
   it('needs the scope webhooks:manage, which the default scopes do not include', async () => {

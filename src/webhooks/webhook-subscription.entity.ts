@@ -1,10 +1,16 @@
 import {
+  Check,
   Column,
   CreateDateColumn,
   Entity,
+  Index,
   PrimaryColumn,
   type ValueTransformer,
 } from 'typeorm';
+import { SmallIntegerColumn } from '../database/columns';
+
+/** Active subscriptions at most: the database holds the cap, whatever runs concurrently. */
+export const MAX_ACTIVE_SUBSCRIPTIONS = 100;
 
 /** A list of event types as `a,b`; NULL for every type, those added later included. */
 const eventTypesTransformer: ValueTransformer = {
@@ -13,8 +19,26 @@ const eventTypesTransformer: ValueTransformer = {
   from: (text: string | null) => (text === null ? null : text.split(',')),
 };
 
-/** A receiver of webhooks, managed over HTTP (/webhooks/subscriptions) or with the CLI. */
+/**
+ * A receiver of webhooks, managed over HTTP (/webhooks/subscriptions) or with the CLI.
+ *
+ * Each active subscription holds one of MAX_ACTIVE_SUBSCRIPTIONS slots, unique among the
+ * active ones: the cap is a constraint of the table, so concurrent creates on any number of
+ * instances cannot pass it (docs/decisions.md, "Webhooks").
+ */
 @Entity('webhook_subscriptions')
+@Index('UQ_webhook_subscriptions_active_slot', ['slot'], {
+  unique: true,
+  where: '"removed_at" IS NULL',
+})
+@Check(
+  'CHK_webhook_subscriptions_slot',
+  `"slot" IS NULL OR ("slot" >= 1 AND "slot" <= ${MAX_ACTIVE_SUBSCRIPTIONS})`,
+)
+@Check(
+  'CHK_webhook_subscriptions_active_has_slot',
+  '"removed_at" IS NOT NULL OR "slot" IS NOT NULL',
+)
 export class WebhookSubscription {
   /** A UUID made by the service. */
   @PrimaryColumn({ type: 'varchar', length: 36 })
@@ -44,4 +68,8 @@ export class WebhookSubscription {
 
   @Column({ name: 'removed_at', type: Date, nullable: true })
   removedAt!: Date | null;
+
+  /** Its slot, 1 to MAX_ACTIVE_SUBSCRIPTIONS; kept once it is removed, then free for another. */
+  @SmallIntegerColumn({ nullable: true })
+  slot!: number | null;
 }

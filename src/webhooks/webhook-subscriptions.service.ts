@@ -4,23 +4,35 @@ import {
   Inject,
   Injectable,
   NotFoundException,
+  ServiceUnavailableException,
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { isUniqueViolation } from '../database/database-errors';
 import { EventCatalogue } from '../events/event-catalogue';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { createSigningSecret } from './webhook-signature';
-import { WebhookSubscription } from './webhook-subscription.entity';
+import {
+  MAX_ACTIVE_SUBSCRIPTIONS,
+  WebhookSubscription,
+} from './webhook-subscription.entity';
 
+// each one multiplies the deliveries of every event, and a list of them is one answer
+export { MAX_ACTIVE_SUBSCRIPTIONS };
+
+const SLOTS = Array.from(
+  { length: MAX_ACTIVE_SUBSCRIPTIONS },
+  (_, index) => index + 1,
+);
 /**
- * Active subscriptions at most: each one multiplies the deliveries of every event, and a list
- * of them is one answer.
+ * A create loses a slot only to another that took it, so it wins or finds none free within
+ * about MAX_ACTIVE_SUBSCRIPTIONS attempts, unless removals keep freeing slots meanwhile.
  */
-export const MAX_ACTIVE_SUBSCRIPTIONS = 100;
+const MAX_SLOT_ATTEMPTS = 2 * MAX_ACTIVE_SUBSCRIPTIONS;
 
 export interface NewSubscription {
   url: string;
@@ -70,14 +82,6 @@ export class WebhookSubscriptionsService {
         );
       }
     }
-    if (
-      (await this.subscriptions.countBy({ removedAt: IsNull() })) >=
-      MAX_ACTIVE_SUBSCRIPTIONS
-    ) {
-      throw new BadRequestException(
-        `at most ${MAX_ACTIVE_SUBSCRIPTIONS} subscriptions can be active; remove one first`,
-      );
-    }
     const subscription = this.subscriptions.create({
       id: randomUUID(),
       url,
@@ -85,16 +89,52 @@ export class WebhookSubscriptionsService {
       secret: createSigningSecret(),
       removedAt: null,
     });
-    await this.subscriptions.insert(subscription);
+    await this.insertInFreeSlot(subscription);
     return this.subscriptions.findOneByOrFail({ id: subscription.id });
+  }
+
+  /**
+   * Inserts into one of the slots no active subscription holds, chosen at random so that
+   * concurrent creates seldom pick the same one. The slot's unique index decides between
+   * those that do: the losers read the free slots again. With none free, 400.
+   */
+  private async insertInFreeSlot(
+    subscription: WebhookSubscription,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      const held = new Set(
+        (
+          await this.subscriptions.find({
+            select: { slot: true },
+            where: { removedAt: IsNull() },
+          })
+        ).map(({ slot }) => slot),
+      );
+      const free = SLOTS.filter((slot) => !held.has(slot));
+      if (free.length === 0) {
+        throw new BadRequestException(
+          `at most ${MAX_ACTIVE_SUBSCRIPTIONS} subscriptions can be active; remove one first`,
+        );
+      }
+      subscription.slot = free[randomInt(free.length)];
+      try {
+        await this.subscriptions.insert(subscription);
+        return;
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        if (attempt === MAX_SLOT_ATTEMPTS) {
+          throw new ServiceUnavailableException(
+            'too many subscriptions are being created at once: nothing was created; try again',
+          );
+        }
+      }
+    }
   }
 
   listActive(): Promise<WebhookSubscription[]> {
     return this.subscriptions.find({
       where: { removedAt: IsNull() },
       order: { createdAt: 'ASC', id: 'ASC' },
-      // concurrent creates can pass the cap by a few; the answer never does
-      take: MAX_ACTIVE_SUBSCRIPTIONS,
     });
   }
 
