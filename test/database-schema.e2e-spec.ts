@@ -8,6 +8,7 @@ import { PortableDataSource } from '../src/database/portable-data-source';
 import { triggerName } from '../src/events/event-triggers';
 import { PLANT_EVENTS } from '../src/plants/plant.events';
 import { migrationClasses } from './helpers/migrations';
+import { MAX_ACTIVE_SUBSCRIPTIONS } from '../src/webhooks/webhook-subscription.entity';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder, startTestApp } from './helpers/test-app';
@@ -97,10 +98,10 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
     expect(clean.status).toBe(0);
 
     const drifted = await migrate(url);
-    await drifted.query('DROP INDEX "IDX_plants_tag_id"');
+    await drifted.query('DROP INDEX "UQ_webhook_subscriptions_active_slot"');
     await drifted.destroy();
     const check = migrationCheck(url, folder.path);
-    expect(check.output).toContain('IDX_plants_tag_id');
+    expect(check.output).toContain('UQ_webhook_subscriptions_active_slot');
     expect(check.status).toBe(1);
     expect(
       readdirSync(folder.path).some((name) => name.includes('Drift')),
@@ -307,6 +308,98 @@ describe('upgrading a database written by the previous schema', () => {
         migrationsBeforeEventOutbox(migrationClasses('postgres')),
         createTestDatabase,
       ),
+    );
+  });
+});
+
+/**
+ * The SubscriptionSlots migration on a database where concurrent creates had passed the cap:
+ * the oldest 100 active subscriptions keep it, in order, and the rest are removed as DELETE
+ * removes one (secret erased, pending deliveries cancelled).
+ */
+function slotsUpgrade(
+  engine: 'sqlite' | 'postgres',
+  database: () => Promise<{ url: string; drop: () => Promise<void> }>,
+) {
+  return async () => {
+    const all = migrationClasses(engine);
+    const before = all.slice(
+      0,
+      all.findIndex(({ name }) => name.includes('SubscriptionSlots')),
+    );
+    const { url, drop } = await database();
+    try {
+      const old = await migrate(url, before);
+      for (let i = 1; i <= MAX_ACTIVE_SUBSCRIPTIONS + 3; i += 1) {
+        const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+        const createdAt = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+        await old.query(
+          `INSERT INTO webhook_subscriptions (id, url, secret, created_at) VALUES ('${id}', 'https://example.com/${i}', 'whsec_secret', '${createdAt.replace('T', ' ').replace('Z', '')}')`,
+        );
+      }
+      const last = `00000000-0000-4000-8000-${String(MAX_ACTIVE_SUBSCRIPTIONS + 3).padStart(12, '0')}`;
+      await old.query(
+        `INSERT INTO webhook_deliveries (id, subscription_id, event_id, status, attempts, next_attempt_at, created_at) VALUES ('msg_past_the_cap', '${last}', 'evt_x', 'pending', 0, '2026-01-01 00:00:00', '2026-01-01 00:00:00')`,
+      );
+      await old.destroy();
+
+      const migrated = await migrate(url);
+      try {
+        const rows = await migrated.query<
+          {
+            id: string;
+            slot: number | null;
+            secret: string;
+            removed: boolean;
+          }[]
+        >(
+          `SELECT id, slot, secret, removed_at IS NOT NULL AS removed FROM webhook_subscriptions ORDER BY created_at`,
+        );
+        expect(
+          rows
+            .slice(0, MAX_ACTIVE_SUBSCRIPTIONS)
+            .map(({ slot }) => Number(slot)),
+        ).toEqual(
+          Array.from({ length: MAX_ACTIVE_SUBSCRIPTIONS }, (_, i) => i + 1),
+        );
+        expect(
+          rows
+            .slice(MAX_ACTIVE_SUBSCRIPTIONS)
+            .map(({ slot, secret, removed }) => [
+              slot,
+              secret,
+              Boolean(removed),
+            ]),
+        ).toEqual(Array(3).fill([null, '', true]));
+        const [delivery] = await migrated.query<{ status: string }[]>(
+          `SELECT status FROM webhook_deliveries WHERE id = 'msg_past_the_cap'`,
+        );
+        expect(delivery.status).toBe('cancelled');
+      } finally {
+        await migrated.destroy();
+      }
+    } finally {
+      await drop();
+    }
+  };
+}
+
+describe('upgrading subscriptions that passed the cap', () => {
+  it(
+    'on SQLite keeps the oldest 100, each in its slot, and removes the rest',
+    slotsUpgrade('sqlite', () => {
+      const folder = makeTempFolder();
+      return Promise.resolve({
+        url: `sqlite:${join(folder.path, 'old.sqlite')}`,
+        drop: () => Promise.resolve(folder.remove()),
+      });
+    }),
+  );
+
+  describeWithPostgres('on PostgreSQL', () => {
+    it(
+      'keeps the oldest 100, each in its slot, and removes the rest',
+      slotsUpgrade('postgres', createTestDatabase),
     );
   });
 });

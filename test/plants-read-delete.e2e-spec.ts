@@ -143,6 +143,45 @@ describe('listing, reading and deleting plants', () => {
     });
   });
 
+  describe('tags of any length', () => {
+    // PostgreSQL's btree refuses an entry over 2704 bytes: a tag that long must not reach one.
+    // 1000 CJK characters are 3000 bytes of UTF-8, and still fit a URL once percent-encoded.
+    const long = (seed: string) =>
+      Array.from({ length: 1000 }, (_, i) =>
+        String.fromCodePoint(
+          0x4e00 + ((i * 7919 + seed.charCodeAt(0)) % 20000),
+        ),
+      ).join('');
+
+    it('stores, filters and pages plants whose tags are longer than an index entry may be', async () => {
+      const tag = long('a');
+      // same first characters, another tag: the filter keeps them apart
+      const sibling = `${tag.slice(0, 999)}z`;
+      const ids = [900001, 900002, 900003];
+      for (const [id, plantTag] of [
+        [ids[0], tag],
+        [ids[1], sibling],
+        [ids[2], tag],
+      ] as const) {
+        await create(JSON.stringify({ id, name: 'long', tag: plantTag }));
+      }
+      const first = await get(
+        `/plants?limit=1&tag=${encodeURIComponent(tag)}`,
+      ).expect(200);
+      expect((first.body as { id: number }[]).map(({ id }) => id)).toEqual([
+        ids[0],
+      ]);
+      const next = nextLink(first.headers.link as string | undefined);
+      const second = await get(next!.slice(baseUrl.length)).expect(200);
+      expect(
+        (second.body as { id: number; tag: string }[]).map(
+          ({ id, tag: found }) => [id, found === tag],
+        ),
+      ).toEqual([[ids[2], true]]);
+      for (const id of ids) await remove(`/plants/${id}`).expect(204);
+    });
+  });
+
   describe('GET /plants', () => {
     const PAGED = 2500;
     const FIRST = 10_000;

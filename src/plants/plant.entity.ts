@@ -1,8 +1,10 @@
 import { Column, Entity, Index } from 'typeorm';
 import { Int64PrimaryColumn } from '../database/columns';
 
-// keyset pages filtered by tag scan this index from the cursor on
-@Index('IDX_plants_tag_id', ['tag', 'id'])
+// Keyset pages filtered by tag scan this index, on the tag's first TAG_PREFIX_LENGTH
+// characters and the id, from the cursor on; a whole long tag would not fit an index entry.
+// An expression index, which TypeORM cannot declare: the PlantsTagPrefixIndex migrations make it.
+@Index('IDX_plants_tag_prefix_id', { synchronize: false })
 @Entity('plants')
 export class Plant {
   /** Supplied by the client; a true int64. */

@@ -96,9 +96,9 @@ describe('pageStatements', () => {
       after:
         'SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2',
       tagged:
-        'SELECT id, name, tag FROM plants WHERE tag = $1 ORDER BY id LIMIT $2',
+        'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 ORDER BY id LIMIT $3',
       taggedAfter:
-        'SELECT id, name, tag FROM plants WHERE tag = $1 AND id > $2 ORDER BY id LIMIT $3',
+        'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4',
     });
   });
 });

@@ -10,10 +10,13 @@ export interface PlantPageQuery {
   after?: bigint;
 }
 
+/** The tag's characters that the index holds (IDX_plants_tag_prefix_id). */
+export const TAG_PREFIX_LENGTH = 256;
+
 /**
  * The page query for each combination of filters, written out rather than built per request so
  * that each one keeps its index plan (an `? IS NULL OR id > ?` condition would hide the id range
- * from the planner). `parameter(n)` spells the driver's n-th placeholder; the parameters are,
+ * from the planner). A tag is found through its indexed prefix, then compared whole. `parameter(n)` spells the driver's n-th placeholder; the parameters are,
  * in order, those of the conditions, then the limit.
  */
 export function pageStatements(parameter: (position: number) => string) {
@@ -27,12 +30,18 @@ export function pageStatements(parameter: (position: number) => string) {
       `ORDER BY id LIMIT ${parameter(conditions.length + 1)}`
     );
   };
+  const tagged = [`substr(tag, 1, ${TAG_PREFIX_LENGTH}) =`, 'tag ='];
   return {
     all: statement([]),
     after: statement(['id >']),
-    tagged: statement(['tag =']),
-    taggedAfter: statement(['tag =', 'id >']),
+    tagged: statement(tagged),
+    taggedAfter: statement([...tagged, 'id >']),
   };
+}
+
+/** The first TAG_PREFIX_LENGTH characters, counted as both engines' substr() counts them. */
+function prefixOf(tag: string): string {
+  return Array.from(tag).slice(0, TAG_PREFIX_LENGTH).join('');
 }
 
 /**
@@ -71,9 +80,10 @@ export class PlantsRepository {
         ? this.sql.select(this.pages.all, [limit])
         : this.sql.select(this.pages.after, [after, limit]);
     }
+    const prefix = prefixOf(tag);
     return after === undefined
-      ? this.sql.select(this.pages.tagged, [tag, limit])
-      : this.sql.select(this.pages.taggedAfter, [tag, after, limit]);
+      ? this.sql.select(this.pages.tagged, [prefix, tag, limit])
+      : this.sql.select(this.pages.taggedAfter, [prefix, tag, after, limit]);
   }
 
   /** @returns whether a plant was deleted */
