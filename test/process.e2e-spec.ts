@@ -406,4 +406,40 @@ describe('the service process (node dist/main.js)', () => {
       service.child.kill('SIGKILL');
     }
   });
+
+  it('writes no longer an access-log line for a junk request than for a good one, however long its target', async () => {
+    const service = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder.path, 'junk.sqlite')}`,
+      LOG_LEVEL: 'info',
+    });
+    try {
+      const junk = [
+        `/${'x'.repeat(8000)}`,
+        // control characters, each six bytes once escaped in JSON
+        `/plants/${'%01'.repeat(2000)}`,
+        `/plants?${Array.from({ length: 700 }, (_, i) => `n${i}=1`).join('&')}`,
+        `/plants/pst%5F${'A'.repeat(43)}`,
+      ];
+      for (const target of junk) {
+        const response = await fetch(`${service.baseUrl}${target}`);
+        expect(response.status).toBeGreaterThanOrEqual(400);
+      }
+      await fetch(`${service.baseUrl}/health/live`);
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const accessLines = service
+        .output()
+        .trim()
+        .split('\n')
+        .filter((line) => line.includes('"reqId"'));
+      expect(accessLines.length).toBeGreaterThanOrEqual(junk.length);
+      for (const line of accessLines) {
+        // a path of 256 characters, each six bytes at worst once escaped, 16 names of 64
+        expect(Buffer.byteLength(line)).toBeLessThan(4096);
+      }
+      expect(service.output()).not.toContain('A'.repeat(43));
+    } finally {
+      service.child.kill('SIGKILL');
+    }
+  });
 });

@@ -29,6 +29,30 @@ describe('loggableTarget', () => {
     expect(loggableTarget('/plants')).toEqual({ path: '/plants' });
   });
 
+  it('caps the path, each parameter name and their number, saying how much was left out', () => {
+    const { path, query } = loggableTarget(
+      `/${'p'.repeat(10_000)}?${Array.from({ length: 500 }, (_, i) => `${String(i).padStart(3, '0')}${'n'.repeat(97)}=1`).join('&')}`,
+    );
+    expect(path).toBe(`/${'p'.repeat(255)}…[9745 more]`);
+    expect(query).toHaveLength(17);
+    expect(query![0]).toBe(`000${'n'.repeat(61)}…[36 more]`);
+    expect(query![16]).toBe('…[484 more]');
+    expect(
+      loggableTarget(
+        `/plants?${Array.from({ length: 40 }, (_, i) => `q${i}=1`).join('&')}`,
+      ).query,
+    ).toEqual([...Array.from({ length: 16 }, (_, i) => `q${i}`), '…[24 more]']);
+  });
+
+  it('hides a percent-encoded token in the path too', () => {
+    expect(loggableTarget(`/plants/${token.replace('_', '%5F')}`)).toEqual({
+      path: '/plants/pst_[redacted]',
+    });
+    expect(loggableTarget('/plants/%E0%A4%A')).toEqual({
+      path: '/plants/%E0%A4%A',
+    });
+  });
+
   it('hides anything shaped like a token in the path or a parameter name', () => {
     expect(loggableTarget(`/plants/${token}?${token}=1`)).toEqual({
       path: '/plants/pst_[redacted]',

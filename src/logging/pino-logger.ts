@@ -8,8 +8,39 @@ import type { AppConfig } from '../config/app.config';
 const REQUEST_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
+ * What one access-log line may hold of a request's target, whoever sends it: a line costs
+ * about as much for a 429 or a rejected token as for a 200, so no client can fill the logs
+ * faster than it is served (each character of a control code weighs six once escaped).
+ */
+export const LOGGED_PATH_CHARS = 256;
+export const LOGGED_QUERY_NAMES = 16;
+export const LOGGED_QUERY_NAME_CHARS = 64;
+
+/** `text` up to `max` characters, with how many more there were. */
+function capped(text: string, max: number): string {
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}…[${text.length - max} more]`;
+}
+
+/** A token in the text, percent-encoded or not, as `pst_[redacted]`. */
+function redacted(text: string): string {
+  let plain = text;
+  if (text.includes('%')) {
+    try {
+      plain = decodeURIComponent(text);
+    } catch {
+      // not valid percent-encoding: no encoded token either
+    }
+  }
+  return plain.includes('pst_')
+    ? plain.replace(TOKEN_ANYWHERE, 'pst_[redacted]')
+    : text;
+}
+
+/**
  * The path and the names of the query parameters, never their values, which may hold a token
- * (`?access_token=...`) or anything else a client should not find in our logs.
+ * (`?access_token=...`) or anything else a client should not find in our logs; each capped.
  */
 export function loggableTarget(originalUrl: string): {
   path: string;
@@ -17,15 +48,20 @@ export function loggableTarget(originalUrl: string): {
 } {
   const mark = originalUrl.indexOf('?');
   const rawPath = mark === -1 ? originalUrl : originalUrl.slice(0, mark);
-  const path = rawPath.includes('pst_')
-    ? rawPath.replace(TOKEN_ANYWHERE, 'pst_[redacted]')
-    : rawPath;
+  const path = capped(redacted(rawPath), LOGGED_PATH_CHARS);
   if (mark === -1) return { path };
   const names = new Set<string>();
+  let more = 0;
   for (const name of new URLSearchParams(originalUrl.slice(mark + 1)).keys()) {
-    names.add(name.replace(TOKEN_ANYWHERE, 'pst_[redacted]'));
+    const logged = capped(
+      name.replace(TOKEN_ANYWHERE, 'pst_[redacted]'),
+      LOGGED_QUERY_NAME_CHARS,
+    );
+    if (names.has(logged)) continue;
+    if (names.size < LOGGED_QUERY_NAMES) names.add(logged);
+    else more += 1;
   }
-  return { path, query: [...names] };
+  return { path, query: more ? [...names, `…[${more} more]`] : [...names] };
 }
 
 /** Requests carry the id their log lines are tagged with. */
