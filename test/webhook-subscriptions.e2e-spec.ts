@@ -1,5 +1,8 @@
 import { Webhook } from 'standardwebhooks';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { DataSource } from 'typeorm';
+import { isPublicAddress } from '../src/webhooks/outbound-target';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 import { MAX_ACTIVE_SUBSCRIPTIONS } from '../src/webhooks/webhook-subscriptions.service';
@@ -285,6 +288,47 @@ describe('webhook subscriptions over HTTP, to private networks', () => {
       .expect(400);
     expect(response.body.message).toBe(
       '169.254.169.254 is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    );
+  });
+
+  it("refuses names that lead to the machine itself: localhost with its final dot, the host's own name", async () => {
+    const token = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    const subscribe = (url: string) =>
+      testApp
+        .http()
+        .post('/webhooks/subscriptions')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ url });
+    for (const host of ['localhost.', 'hooks.localhost.']) {
+      const refused = await subscribe(`https://${host}/hook`).expect(400);
+      expect(refused.body.message).toBe(
+        `${host.slice(0, -1)} is a loopback name; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`,
+      );
+    }
+    // the machine's own name resolves to one of its addresses, none of them public here
+    const own = hostname();
+    const addresses = await lookup(own, { all: true });
+    expect(addresses.length).toBeGreaterThan(0);
+    expect(addresses.every(({ address }) => isPublicAddress(address))).toBe(
+      false,
+    );
+    const refused = await subscribe(`https://${own}/hook`).expect(400);
+    expect(refused.body.message).toBe(
+      `${own} resolves to an address that is not public; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`,
+    );
+  });
+
+  it('refuses a URL with control characters, which would reach a terminal through webhooks list', async () => {
+    const token = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    const url = 'https://hooks.example.com/\u001b]0;owned\u0007\r\nX';
+    const refused = await testApp
+      .http()
+      .post('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ url })
+      .expect(400);
+    expect(refused.body.message).toBe(
+      `url must not contain control characters (a line break, an escape), got ${JSON.stringify(url)}`,
     );
   });
 });

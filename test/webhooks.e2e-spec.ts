@@ -435,6 +435,7 @@ describe('plant-added webhooks to private networks', () => {
         url: inside.url,
         secret: 'whsec_c2VjcmV0',
         removedAt: null,
+        slot: 1,
       }),
     );
     await addPlant(testApp, { id: 1, name: 'Sneaky' });

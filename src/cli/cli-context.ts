@@ -31,7 +31,8 @@ export function formatTime(date: Date | null): string {
 }
 
 /** Left-aligned columns separated by two spaces, header first. */
-export function formatTable(rows: string[][]): string[] {
+export function formatTable(given: string[][]): string[] {
+  const rows = given.map((row) => row.map(printable));
   const widths = rows[0].map((_, column) =>
     Math.max(...rows.map((row) => row[column].length)),
   );
@@ -40,5 +41,17 @@ export function formatTable(rows: string[][]): string[] {
       .map((cell, column) => cell.padEnd(widths[column]))
       .join('  ')
       .trimEnd(),
+  );
+}
+
+/**
+ * Control characters as escapes (`\u001b`): what a table shows comes from the database, and a
+ * stored escape sequence must not reach the operator's terminal.
+ */
+export function printable(text: string): string {
+  return text.replace(
+    /\p{Cc}/gu,
+    (character) =>
+      `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }

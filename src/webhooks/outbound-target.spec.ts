@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import {
+  describeResolvedProblem,
   describeUrlProblem,
   isPublicAddress,
   publicOnlyLookup,
@@ -116,8 +117,75 @@ describe('publicOnlyLookup', () => {
       publicOnlyLookup('localhost', {}, (failure) => resolve(failure)),
     );
     expect(error?.code).toBe('ENOTPUBLIC');
-    expect(error?.message).toMatch(
-      /^localhost resolves to .*, which is not a public address$/,
+    // which address, never: lastError is the subscriber's to read
+    expect(error?.message).toBe(
+      'localhost resolves to an address that is not public',
     );
+  });
+});
+
+describe('describeUrlProblem, for names and text', () => {
+  it.each([
+    ['localhost.', 'localhost is a loopback name'],
+    ['foo.localhost.', 'foo.localhost is a loopback name'],
+  ])('refuses %s, a loopback name with its final dot', (host, message) => {
+    expect(describeUrlProblem(`https://${host}/hook`, false)).toMatch(
+      new RegExp(`^${message}`),
+    );
+  });
+
+  it.each(['https://example.com/\u001b[31m', 'https://example.com/a\r\nb'])(
+    'refuses a URL holding a control character: %j',
+    (url) => {
+      expect(describeUrlProblem(url, true)).toBe(
+        `url must not contain control characters (a line break, an escape), got ${JSON.stringify(url)}`,
+      );
+    },
+  );
+});
+
+describe('describeResolvedProblem', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  const resolving = (addresses: string[] | Error) =>
+    jest.spyOn(dns, 'lookup').mockImplementation(((
+      _host: string,
+      _options: unknown,
+      callback: (error: Error | null, found: unknown) => void,
+    ) =>
+      addresses instanceof Error
+        ? callback(addresses, [])
+        : callback(
+            null,
+            addresses.map((address) => ({
+              address,
+              family: address.includes(':') ? 6 : 4,
+            })),
+          )) as unknown as typeof dns.lookup);
+
+  it('refuses a name that resolves to a non-public address, without saying which', async () => {
+    resolving(['93.184.216.34', '::1']);
+    expect(await describeResolvedProblem('https://ip6-localhost/hook')).toBe(
+      'ip6-localhost resolves to an address that is not public; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it',
+    );
+  });
+
+  it('takes a name that resolves to public addresses only, or not yet at all', async () => {
+    resolving(['93.184.216.34']);
+    expect(
+      await describeResolvedProblem('https://example.com/'),
+    ).toBeUndefined();
+    resolving(new Error('ENOTFOUND'));
+    expect(
+      await describeResolvedProblem('https://not-yet.example/'),
+    ).toBeUndefined();
+  });
+
+  it('does not resolve an address', async () => {
+    const lookup = resolving(['127.0.0.1']);
+    expect(
+      await describeResolvedProblem('https://[2606:2800:220:1::1]/'),
+    ).toBeUndefined();
+    expect(lookup).not.toHaveBeenCalled();
   });
 });

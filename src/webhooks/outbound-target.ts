@@ -28,6 +28,10 @@ export function describeUrlProblem(
   url: string,
   allowPrivateNetworks: boolean,
 ): string | undefined {
+  if (CONTROL_CHARACTER.test(url)) {
+    // stored as it is, it would reach an operator's terminal through `webhooks list`
+    return `url must not contain control characters (a line break, an escape), got ${JSON.stringify(url)}`;
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -41,7 +45,8 @@ export function describeUrlProblem(
     return 'webhook URLs must not carry credentials';
   }
   if (allowPrivateNetworks) return undefined;
-  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  // `localhost.` is localhost: a trailing dot only says the name is fully qualified
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (host === 'localhost' || host.endsWith('.localhost')) {
     return `${host} is a loopback name; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`;
   }
@@ -49,6 +54,40 @@ export function describeUrlProblem(
     return `${host} is not a public address; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`;
   }
   return undefined;
+}
+
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
+/** How long a subscription waits for its host's name to resolve before it is taken anyway. */
+const SUBSCRIBE_LOOKUP_TIMEOUT_MS = 2000;
+
+/**
+ * Why a webhook URL's host name is one that may not be called: it resolves, now, to an address
+ * that is not public (`ip6-localhost`, the machine's own name, an internal name). A name that
+ * does not resolve yet is taken: every connection checks again (publicOnlyLookup).
+ */
+export async function describeResolvedProblem(
+  url: string,
+): Promise<string | undefined> {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) return undefined;
+  const addresses = await Promise.race([
+    lookupAll(host),
+    new Promise<LookupAddress[]>((resolve) =>
+      setTimeout(() => resolve([]), SUBSCRIBE_LOOKUP_TIMEOUT_MS).unref(),
+    ),
+  ]);
+  return addresses.some(({ address }) => !isPublicAddress(address))
+    ? `${host} resolves to an address that is not public; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`
+    : undefined;
+}
+
+function lookupAll(host: string): Promise<LookupAddress[]> {
+  return new Promise((resolve) =>
+    lookup(host, { all: true }, (error, addresses) =>
+      resolve(error ? [] : addresses),
+    ),
+  );
 }
 
 type LookupCallback = (
@@ -71,8 +110,9 @@ export function publicOnlyLookup(
     if (error) return callback(error, []);
     const refused = addresses.find(({ address }) => !isPublicAddress(address));
     if (refused) {
+      // which address, the subscriber must not learn: lastError is theirs to read
       const problem: NodeJS.ErrnoException = new Error(
-        `${hostname} resolves to ${refused.address}, which is not a public address`,
+        `${hostname} resolves to an address that is not public`,
       );
       problem.code = 'ENOTPUBLIC';
       return callback(problem, []);

@@ -13,7 +13,7 @@ import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { isUniqueViolation } from '../database/database-errors';
 import { EventCatalogue } from '../events/event-catalogue';
 import { OutboxEvent } from '../events/outbox-event.entity';
-import { describeUrlProblem } from './outbound-target';
+import { describeResolvedProblem, describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { createSigningSecret } from './webhook-signature';
 import {
@@ -63,13 +63,17 @@ export class WebhookSubscriptionsService {
 
   /**
    * Subscribes a URL; the returned secret is shown this once. A URL the dispatcher would
-   * refuse to call (a private address, unless allowed) is refused here, with 400.
+   * refuse to call (a private address or a name that resolves to one, unless allowed) is
+   * refused here, with 400.
    */
   async add({
     url,
     eventTypes,
   }: NewSubscription): Promise<WebhookSubscription> {
-    const problem = describeUrlProblem(url, this.config.allowPrivateNetworks);
+    const { allowPrivateNetworks } = this.config;
+    const problem =
+      describeUrlProblem(url, allowPrivateNetworks) ??
+      (allowPrivateNetworks ? undefined : await describeResolvedProblem(url));
     if (problem) throw new BadRequestException(problem);
     if (eventTypes !== undefined) {
       if (eventTypes.length === 0) {
