@@ -178,6 +178,35 @@ describe('behind a proxy (TRUST_PROXY)', () => {
       );
     });
 
+    it('tells a shared cache that the document and the docs page depend on the address asked', async () => {
+      testApp = await startTestApp({ env: { TRUST_PROXY: 'loopback' } });
+      for (const path of [
+        '/openapi.json',
+        '/openapi.yaml',
+        '/docs/swagger-ui-init.js',
+      ]) {
+        const response = await testApp.http().get(path).expect(200);
+        expect([path, response.headers.vary]).toEqual([
+          path,
+          'Host, X-Forwarded-Host, X-Forwarded-Proto',
+        ]);
+        expect(response.headers['cache-control']).toBe('no-cache');
+      }
+      // each address gets its own server, however many there are
+      for (const host of ['a.example', 'b.example', 'c.example']) {
+        expect(
+          await documentServer({ ...FORWARDED, 'X-Forwarded-Host': host }),
+        ).toBe(`https://${host}`);
+      }
+      const yaml = await testApp
+        .http()
+        .get('/openapi.yaml')
+        .set('X-Forwarded-Host', 'yaml.example')
+        .set('X-Forwarded-Proto', 'https')
+        .expect(200);
+      expect(yaml.text).toContain('  - url: "https://yaml.example"\n');
+    });
+
     it('never writes a Host that is not a host name into a link', async () => {
       testApp = await startTestApp({
         env: { TRUST_PROXY: 'loopback', PORT: '3999' },

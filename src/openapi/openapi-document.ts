@@ -1,7 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { NotFoundException, type INestApplication } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { LRUCache } from 'lru-cache';
 import {
   DocumentBuilder,
   getSchemaPath,
@@ -407,26 +406,17 @@ export function serveOpenApi(
   config: AppConfig,
 ): void {
   app.use('/docs', onlyTheDocsPage);
-  // the document names the URL each request came in by (publicBaseUrlOf); a few texts cover
-  // every name a deployment is reached by, and a client inventing Host names only churns them
-  const texts = new LRUCache<string, { json: string; yaml: string }>({
-    max: 16,
-  });
-  const textsFor = (request: Request) => {
-    const base = publicBaseUrlOf(request, config);
-    let found = texts.get(base);
-    if (!found) {
-      const served = withServerUrl(document, base);
-      found = { json: openApiJson(served), yaml: openApiYaml(served) };
-      texts.set(base, found);
-    }
-    return found;
-  };
+  app.use('/docs/swagger-ui-init.js', dependsOnHost);
+  const texts = new DocumentTexts(document);
+  const textsFor = (request: Request) =>
+    texts.at(publicBaseUrlOf(request, config));
   const http = app.getHttpAdapter();
   http.get('/openapi.json', (request: Request, response: Response) => {
+    dependsOnHost(request, response);
     response.type('application/json').send(textsFor(request).json);
   });
   http.get('/openapi.yaml', (request: Request, response: Response) => {
+    dependsOnHost(request, response);
     response.type('text/yaml').send(textsFor(request).yaml);
   });
   const forSwaggerUi = withNumbersForBigints(document);
@@ -436,6 +426,49 @@ export function serveOpenApi(
     patchDocumentOnRequest: <TRequest>(request: TRequest) =>
       forThePageAt(forSwaggerUi, request as Request, config),
   });
+}
+
+/**
+ * The answers that name the address they were asked at (the document's server, the docs page's
+ * "Try it out"): a shared cache must key them by it, and ask again rather than serve one
+ * address's answer for another.
+ */
+function dependsOnHost(
+  _request: Request,
+  response: Response,
+  next?: NextFunction,
+): void {
+  response.setHeader('Vary', 'Host, X-Forwarded-Host, X-Forwarded-Proto');
+  response.setHeader('Cache-Control', 'no-cache');
+  next?.();
+}
+
+/** Stands for the server's URL in the texts, until a request names it. */
+const BASE_URL_MARK = 'https://base-url.invalid/plant-store';
+
+/**
+ * The document as JSON and YAML, written once: for each request only the server's URL
+ * differs, put in as a quoted string. A client inventing Host names costs a string
+ * replacement each, not the document's serialization.
+ */
+export class DocumentTexts {
+  private readonly json: string;
+  private readonly yaml: string;
+
+  constructor(document: OpenAPIObject) {
+    const marked = withServerUrl(document, BASE_URL_MARK);
+    this.json = openApiJson(marked);
+    this.yaml = openApiYaml(marked);
+  }
+
+  at(baseUrl: string): { json: string; yaml: string } {
+    // a JSON string is a YAML double-quoted scalar too
+    const quoted = JSON.stringify(baseUrl);
+    return {
+      json: this.json.replace(`"${BASE_URL_MARK}"`, () => quoted),
+      yaml: this.yaml.replace(BASE_URL_MARK, () => quoted),
+    };
+  }
 }
 
 /**
