@@ -143,6 +143,23 @@ describe('listing, reading and deleting plants', () => {
     });
   });
 
+  describe('query parameters', () => {
+    it.each([
+      ['TAG=fern', 'TAG'],
+      ['limit=5&tags=fern', 'tags'],
+      ['after=1&page=2', 'page'],
+    ])(
+      'refuses ?%s, naming the parameter it does not take',
+      async (query, name) => {
+        const response = await get(`/plants?${query}`).expect(400);
+        expect(response.body).toEqual({
+          error: 400,
+          message: `query parameter "${name}" is not one this operation takes; it takes limit, tag, after (names are case-sensitive)`,
+        });
+      },
+    );
+  });
+
   describe('tags of any length', () => {
     // PostgreSQL's btree refuses an entry over 2704 bytes: a tag that long must not reach one.
     // 1000 CJK characters are 3000 bytes of UTF-8, and still fit a URL once percent-encoded.

@@ -79,6 +79,8 @@ export class PlantsController {
   @badRequest({
     'Limit out of range': `limit must be an integer between 1 and ${MAX_PAGE_SIZE}`,
     'After not an int64': `after must be ${INT64_RANGE_MESSAGE}`,
+    'Unknown parameter':
+      'query parameter "TAG" is not one this operation takes; it takes limit, tag, after (names are case-sensitive)',
   })
   @ApiOkResponse({
     description: 'plant response',

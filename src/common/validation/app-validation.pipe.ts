@@ -5,6 +5,7 @@ import {
   ValidationPipe,
   type ValidationError,
 } from '@nestjs/common';
+import { getMetadataStorage } from 'class-validator';
 import { UnreadableBody } from '../json/json-body';
 import { integersAsNumbers } from './integers-as-numbers';
 
@@ -34,6 +35,37 @@ function assertPlainQueryNames(query: unknown): void {
     const plain = bracketed.replace(/[[\]].*$/, '') || bracketed;
     throw new BadRequestException(
       `query parameter ${JSON.stringify(bracketed)} is not a parameter: give each parameter once, by its plain name (${plain}=...)`,
+    );
+  }
+}
+
+/** The parameters a query DTO declares, in the order it declares them. */
+function declaredNames(metatype: ArgumentMetadata['metatype']): string[] {
+  if (typeof metatype !== 'function') return [];
+  return [
+    ...new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(metatype, '', true, false)
+        .map(({ propertyName }) => propertyName),
+    ),
+  ];
+}
+
+/**
+ * A query parameter the operation does not take is refused rather than ignored: `?TAG=x` or
+ * `?tags=x` answered as if no filter were asked would look like a filter that matched all.
+ */
+function assertKnownQueryNames(
+  query: unknown,
+  metatype: ArgumentMetadata['metatype'],
+): void {
+  if (typeof query !== 'object' || query === null) return;
+  const known = declaredNames(metatype);
+  if (known.length === 0) return;
+  const unknown = Object.keys(query).find((name) => !known.includes(name));
+  if (unknown !== undefined) {
+    throw new BadRequestException(
+      `query parameter ${JSON.stringify(unknown)} is not one this operation takes; it takes ${known.join(', ')} (names are case-sensitive)`,
     );
   }
 }
@@ -68,7 +100,10 @@ export class AppValidationPipe extends ValidationPipe {
     value: unknown,
     metadata: ArgumentMetadata,
   ): Promise<unknown> {
-    if (metadata.type === 'query') assertPlainQueryNames(value);
+    if (metadata.type === 'query') {
+      assertPlainQueryNames(value);
+      assertKnownQueryNames(value, metadata.metatype);
+    }
     if (metadata.type === 'body') {
       if (value instanceof UnreadableBody) {
         throw new BadRequestException(value.reason);
