@@ -69,6 +69,12 @@ async function bootstrap(): Promise<void> {
     `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}`,
   );
 
+  if (config.trustProxy === true || typeof config.trustProxy === 'number') {
+    new Logger('PlantStore').warn(
+      `TRUST_PROXY=${String(config.trustProxy)} believes X-Forwarded-For from any peer: a client can choose the address its rate limits and blocks count, and guess tokens without limit. Name the proxies instead (TRUST_PROXY=10.0.0.0/8, loopback), whose connections are then exempt from MAX_CONNECTIONS_PER_ADDRESS`,
+    );
+  }
+
   let stopping = false;
   const stop = () => {
     if (stopping) return;

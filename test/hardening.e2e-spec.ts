@@ -204,45 +204,95 @@ describe('hardening', () => {
   });
 });
 
-describe('connections per client address (MAX_CONNECTIONS_PER_ADDRESS)', () => {
-  let testApp: TestApp;
-  let port: number;
+describe.each([
+  ['no proxy is trusted', 'false'],
+  // every peer would be a proxy: the cap would then hold for no one
+  ['TRUST_PROXY=true', 'true'],
+  ['a hop count is trusted', '1'],
+])(
+  'connections per client address (MAX_CONNECTIONS_PER_ADDRESS), when %s',
+  (_, trust) => {
+    let testApp: TestApp;
+    let port: number;
 
-  beforeAll(async () => {
-    testApp = await startTestApp({ env: { MAX_CONNECTIONS_PER_ADDRESS: '3' } });
-    port = await portOf(testApp.server);
-  });
-
-  afterAll(() => testApp.close());
-
-  const open = () =>
-    new Promise<Socket>((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => resolve(socket));
-      socket.on('error', reject);
-    });
-  const answerOf = (socket: Socket, request = '') =>
-    new Promise<string>((resolve) => {
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
-      socket.on('close', () => resolve(received));
-      if (request) socket.write(request);
+    beforeAll(async () => {
+      testApp = await startTestApp({
+        env: { MAX_CONNECTIONS_PER_ADDRESS: '3', TRUST_PROXY: trust },
+      });
+      port = await portOf(testApp.server);
     });
 
-  it('refuses a connection past the cap with a 429 Error, and takes one again when another closes', async () => {
-    const held = [await open(), await open(), await open()];
-    const refused = await answerOf(await open());
-    expect(refused).toMatch(/^HTTP\/1\.1 429 /);
-    expect(refused).toContain(
-      '{"error":429,"message":"too many connections from this address: at most 3 at a time"}',
-    );
-    held[0].destroy();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const served = await answerOf(
-      await open(),
-      'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
-    );
-    expect(served).toMatch(/^HTTP\/1\.1 200 /);
-    held.forEach((socket) => socket.destroy());
+    afterAll(() => testApp.close());
+
+    const open = () =>
+      new Promise<Socket>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => resolve(socket));
+        socket.on('error', reject);
+      });
+    const answerOf = (socket: Socket, request = '') =>
+      new Promise<string>((resolve) => {
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+        socket.on('close', () => resolve(received));
+        if (request) socket.write(request);
+      });
+
+    it('refuses a connection past the cap with a 429 Error, and takes one again when another closes', async () => {
+      const held = [await open(), await open(), await open()];
+      const refused = await answerOf(await open());
+      expect(refused).toMatch(/^HTTP\/1\.1 429 /);
+      expect(refused).toContain(
+        '{"error":429,"message":"too many connections from this address: at most 3 at a time"}',
+      );
+      held[0].destroy();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const served = await answerOf(
+        await open(),
+        'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(served).toMatch(/^HTTP\/1\.1 200 /);
+      held.forEach((socket) => socket.destroy());
+    });
+  },
+);
+
+describe('connections of a proxy named in TRUST_PROXY', () => {
+  it('are not capped: its clients are limited per request, by the address it forwards for', async () => {
+    const testApp = await startTestApp({
+      env: { MAX_CONNECTIONS_PER_ADDRESS: '2', TRUST_PROXY: 'loopback' },
+    });
+    try {
+      const port = await portOf(testApp.server);
+      const sockets = await Promise.all(
+        Array.from(
+          { length: 4 },
+          () =>
+            new Promise<Socket>((resolve, reject) => {
+              const socket = connect(port, '127.0.0.1', () => resolve(socket));
+              socket.on('error', reject);
+            }),
+        ),
+      );
+      const answers = await Promise.all(
+        sockets.map(
+          (socket) =>
+            new Promise<string>((resolve) => {
+              let received = '';
+              socket.on(
+                'data',
+                (chunk: Buffer) => (received += chunk.toString()),
+              );
+              socket.on('close', () => resolve(received));
+              socket.write(
+                'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+              );
+            }),
+        ),
+      );
+      for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      await testApp.close();
+    }
   });
 });
 

@@ -72,9 +72,11 @@ export class HardenedExpressAdapter extends ExpressAdapter {
     limitConnectionsPerAddress(
       server,
       this.config.maxConnectionsPerAddress,
-      // every connection of a trusted proxy comes from its address; its clients are limited
-      // per request, by the address it forwards for
-      (address) => this.trustsProxyAt(address),
+      // every connection of a proxy comes from its address; its clients are limited per
+      // request, by the address it forwards for. Only a proxy named by its address is exempt:
+      // with TRUST_PROXY=true or a hop count every peer would be, and no one capped
+      (address) =>
+        Array.isArray(this.config.trustProxy) && this.trustsProxyAt(address),
     );
     this.setHttpServer(server);
   }
