@@ -106,6 +106,8 @@ describeWithPostgres(
         WEBHOOKS_RETRY_BASE: '50ms',
         WEBHOOKS_RETRY_MAX_DELAY: '200ms',
         WEBHOOKS_RETRY_WINDOW: '2s',
+        // every attempt is what this counts: no pause of the failing receiver
+        WEBHOOKS_FAILURES_BEFORE_PAUSE: '1000',
       };
       // all at once on the empty database: the migrations are taken in turns
       instances = await startTogether(3, env);

@@ -442,4 +442,27 @@ describe('the service process (node dist/main.js)', () => {
       service.child.kill('SIGKILL');
     }
   });
+
+  it('warns at boot, once, when TRUST_PROXY believes every peer', async () => {
+    const service = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder.path, 'trusting.sqlite')}`,
+      LOG_LEVEL: 'info',
+      TRUST_PROXY: 'true',
+    });
+    try {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const warnings = service
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter(({ msg }) => msg.startsWith('TRUST_PROXY=true believes'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0].level).toBe(40);
+      expect(warnings[0].msg).toContain('Name the proxies instead');
+    } finally {
+      service.child.kill('SIGKILL');
+    }
+  });
 });

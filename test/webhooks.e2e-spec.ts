@@ -499,3 +499,90 @@ describe('webhooks to a slow receiver and a fast one', () => {
     }
   });
 });
+
+describe('webhooks to a receiver that keeps failing', () => {
+  const PLANTS = 30;
+
+  async function pausedSubscription(env: Record<string, string>) {
+    const port = await freePort(); // nothing listens there: each connection is refused
+    const testApp = await startTestApp({
+      env: {
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOKS_POLL_INTERVAL: '50ms',
+        WEBHOOKS_RETRY_BASE: '50ms',
+        WEBHOOKS_RETRY_MAX_DELAY: '100ms',
+        WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '2',
+        WEBHOOKS_FAILURES_BEFORE_PAUSE: '3',
+        ...env,
+      },
+    });
+    const manager = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    const { id } = (
+      await testApp
+        .http()
+        .post('/webhooks/subscriptions')
+        .set('Authorization', `Bearer ${manager}`)
+        .send({ url: `http://127.0.0.1:${port}/hooks/plants` })
+        .expect(201)
+    ).body as { id: string };
+    for (let plant = 1; plant <= PLANTS; plant += 1) {
+      await addPlant(testApp, { id: plant, name: `Plant ${plant}` });
+    }
+    const state = async () =>
+      (
+        await testApp
+          .http()
+          .get(`/webhooks/subscriptions/${id}`)
+          .set('Authorization', `Bearer ${manager}`)
+          .expect(200)
+      ).body as { consecutiveFailures?: number; pausedUntil?: string };
+    const attempts = async () =>
+      (
+        await testApp.app
+          .get(DataSource)
+          .getRepository(WebhookDelivery)
+          .find({ where: { subscriptionId: id } })
+      ).reduce((sum, delivery) => sum + delivery.attempts, 0);
+    const paused = await eventually(state, (s) => s.pausedUntil !== undefined);
+    return { testApp, port, state, attempts, paused };
+  }
+
+  it('pauses it after WEBHOOKS_FAILURES_BEFORE_PAUSE failures in a row, rather than trying every delivery', async () => {
+    const { testApp, state, attempts, paused } = await pausedSubscription({
+      WEBHOOKS_PAUSE: '1h',
+    });
+    try {
+      expect(paused.consecutiveFailures).toBeGreaterThanOrEqual(3);
+      expect(Date.parse(paused.pausedUntil!)).toBeGreaterThan(
+        Date.now() + 50 * 60_000,
+      );
+      const made = await attempts();
+      // the threshold, and at most the attempts already in flight when it was reached
+      expect(made).toBeLessThanOrEqual(3 + 2);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(await attempts()).toBe(made);
+      expect((await state()).pausedUntil).toBe(paused.pausedUntil);
+    } finally {
+      await testApp.close();
+    }
+  });
+
+  it('probes it once the pause is over, and a success resumes every delivery', async () => {
+    const { testApp, port, state, paused } = await pausedSubscription({
+      WEBHOOKS_PAUSE: '300ms',
+    });
+    const receiver = await WebhookReceiver.start(undefined, port);
+    try {
+      expect(paused.consecutiveFailures).toBeGreaterThanOrEqual(3);
+      await receiver.waitFor(PLANTS);
+      expect(
+        await eventually(state, (s) => s.consecutiveFailures === undefined),
+      ).toEqual(
+        expect.not.objectContaining({ pausedUntil: expect.anything() }),
+      );
+    } finally {
+      await receiver.close();
+      await testApp.close();
+    }
+  });
+});

@@ -328,6 +328,12 @@ export interface components {
              */
             events?: ("plant.added" | "plant.deleted")[];
             /**
+             * Format: int32
+             * @description How many attempts its receiver failed in a row, across deliveries; absent while it succeeds
+             * @example 5
+             */
+            consecutiveFailures?: number;
+            /**
              * @description The Standard Webhooks signing secret (`whsec_...`) to verify deliveries with; it is not
              *     shown again
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7X9xZ+3y2pk=
@@ -339,6 +345,13 @@ export interface components {
              * @example 2026-11-26T09:30:00.000Z
              */
             createdAt: string;
+            /**
+             * Format: date-time
+             * @description While its receiver keeps failing, none of its deliveries is tried until then; then one
+             *     attempt probes the receiver, and a success resumes them all. Absent when not paused
+             * @example 2026-11-26T09:31:00.000Z
+             */
+            pausedUntil?: string;
         };
         WebhookSubscription: {
             /**
@@ -361,11 +374,24 @@ export interface components {
              */
             events?: ("plant.added" | "plant.deleted")[];
             /**
+             * Format: int32
+             * @description How many attempts its receiver failed in a row, across deliveries; absent while it succeeds
+             * @example 5
+             */
+            consecutiveFailures?: number;
+            /**
              * Format: date-time
              * @description When it was created
              * @example 2026-11-26T09:30:00.000Z
              */
             createdAt: string;
+            /**
+             * Format: date-time
+             * @description While its receiver keeps failing, none of its deliveries is tried until then; then one
+             *     attempt probes the receiver, and a success resumes them all. Absent when not paused
+             * @example 2026-11-26T09:31:00.000Z
+             */
+            pausedUntil?: string;
         };
     };
     responses: never;

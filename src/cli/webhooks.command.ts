@@ -70,12 +70,13 @@ export function webhooksCommand(output: CliOutput): Command {
         (service) => service.listActive(),
       );
       formatTable([
-        ['ID', 'URL', 'EVENTS', 'CREATED'],
+        ['ID', 'URL', 'EVENTS', 'CREATED', 'RECEIVER'],
         ...subscriptions.map((s) => [
           s.id,
           s.url,
           describeEventTypes(s.eventTypes),
           formatTime(s.createdAt),
+          describeReceiver(s),
         ]),
       ]).forEach(output.out);
     });
@@ -135,6 +136,22 @@ export function webhooksCommand(output: CliOutput): Command {
     });
 
   return webhooks;
+}
+
+/** `ok`, `failing (3 in a row)`, or `paused until <time> (7 failed in a row)`. */
+function describeReceiver({
+  consecutiveFailures,
+  pausedUntil,
+}: {
+  consecutiveFailures: number;
+  pausedUntil: Date | null;
+}): string {
+  if (pausedUntil && pausedUntil > new Date()) {
+    return `paused until ${formatTime(pausedUntil)} (${consecutiveFailures} failed in a row)`;
+  }
+  return consecutiveFailures > 0
+    ? `failing (${consecutiveFailures} in a row)`
+    : 'ok';
 }
 
 function describeEventTypes(types: string[] | null): string {

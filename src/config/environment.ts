@@ -429,6 +429,31 @@ export const ENVIRONMENT_SCHEMA = z.object({
     undefined,
     'Of those, for one subscription; unset, a quarter of WEBHOOKS_MAX_IN_FLIGHT',
   ),
+  WEBHOOKS_FAILURES_BEFORE_PAUSE: variable(
+    integer(1, 1000),
+    '5',
+    'A subscription whose receiver fails this many attempts in a row is paused',
+  ),
+  WEBHOOKS_PAUSE: variable(
+    duration(),
+    '1m',
+    'Its first pause; each failed probe after one doubles it, up to WEBHOOKS_RETRY_MAX_DELAY',
+  ),
+  EVENTS_RETENTION: variable(
+    duration(),
+    '7d',
+    'Events and their delivered or cancelled deliveries are deleted once this old',
+  ),
+  EVENTS_FAILED_RETENTION: variable(
+    duration(),
+    '30d',
+    'Failed deliveries, and their events, are kept this long',
+  ),
+  RETENTION_INTERVAL: variable(
+    duration(),
+    '10m',
+    'How often old events and deliveries are looked for',
+  ),
 });
 
 export type Environment = z.output<typeof ENVIRONMENT_SCHEMA>;

@@ -14,6 +14,15 @@ export interface WebhooksConfig {
   maxInFlight: number;
   /** Of those, for one subscription: a slow receiver holds this many slots and no more. */
   maxInFlightPerSubscription: number;
+  /** Failed attempts in a row after which a subscription is paused. */
+  failuresBeforePause: number;
+  /** Its first pause, doubling after each failed probe up to retryMaxDelayMs. */
+  pauseMs: number;
+  /** Events and their delivered or cancelled deliveries older than this are deleted. */
+  retentionMs: number;
+  /** Failed deliveries, and their events, older than this are deleted. */
+  failedRetentionMs: number;
+  retentionIntervalMs: number;
 }
 
 export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
@@ -36,6 +45,11 @@ export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
     pollIntervalMs: read.WEBHOOKS_POLL_INTERVAL,
     maxInFlight,
     maxInFlightPerSubscription: perSubscription,
+    failuresBeforePause: read.WEBHOOKS_FAILURES_BEFORE_PAUSE,
+    pauseMs: read.WEBHOOKS_PAUSE,
+    retentionMs: read.EVENTS_RETENTION,
+    failedRetentionMs: read.EVENTS_FAILED_RETENTION,
+    retentionIntervalMs: read.RETENTION_INTERVAL,
   };
 }
 

@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
  * The outbox: one row per event, `(type, JSON payload)`, written by a database trigger in the
@@ -7,6 +7,8 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * here; an event that no consumer wants (the `event_consumers` view) is not written.
  */
 @Entity('events')
+// retention deletes the oldest first
+@Index('IDX_events_created_at', ['createdAt'])
 export class OutboxEvent {
   /** `evt_` and 32 hexadecimal digits, made by the trigger. */
   @PrimaryColumn({ type: 'varchar', length: 36 })

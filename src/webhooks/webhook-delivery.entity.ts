@@ -11,12 +11,15 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
  * next instant.
  */
 @Entity('webhook_deliveries')
-@Index('IDX_webhook_deliveries_due', [
-  'subscriptionId',
-  'status',
-  'nextAttemptAt',
-])
+// pending rows only: a delivered one leaves it, so the dispatcher's poll stays as fast with a
+// million delivered rows as with none
+@Index('IDX_webhook_deliveries_due', ['subscriptionId', 'nextAttemptAt'], {
+  where: `"status" = 'pending'`,
+})
 @Index('IDX_webhook_deliveries_subscription', ['subscriptionId', 'createdAt'])
+// retention: the oldest rows of a status, and whether an event still has a delivery
+@Index('IDX_webhook_deliveries_retention', ['status', 'createdAt'])
+@Index('IDX_webhook_deliveries_event', ['eventId'])
 export class WebhookDelivery {
   /** The Standard Webhooks `webhook-id`, the same on every attempt. */
   @PrimaryColumn({ type: 'varchar', length: 40 })

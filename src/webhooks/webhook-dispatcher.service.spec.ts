@@ -17,6 +17,11 @@ const CONFIG: WebhooksConfig = {
   pollIntervalMs: 60_000,
   maxInFlight: 4,
   maxInFlightPerSubscription: 2,
+  failuresBeforePause: 5,
+  pauseMs: 60_000,
+  retentionMs: 7 * 86_400_000,
+  failedRetentionMs: 30 * 86_400_000,
+  retentionIntervalMs: 600_000,
 };
 
 function delivery(id: string, subscriptionId: string): WebhookDelivery {
@@ -43,6 +48,7 @@ function delivery(id: string, subscriptionId: string): WebhookDelivery {
 function dispatcherOver(
   due: Record<string, WebhookDelivery[]>,
   claimFails: (id: string) => boolean = () => false,
+  settled: () => number = () => 1,
 ) {
   const asked: { subscription: string; limit: number }[] = [];
   const sent: string[] = [];
@@ -72,9 +78,14 @@ function dispatcherOver(
     claimFails(claiming)
       ? Promise.reject(new Error(`claim of ${claiming} failed`))
       : Promise.resolve({ affected: 1 });
+  const incremented: string[] = [];
   const deliveries = {
     createQueryBuilder: () => query,
-    update: () => Promise.resolve({ affected: 1 }),
+    update: () => Promise.resolve({ affected: settled() }),
+    increment: ({ id }: { id: string }) => {
+      incremented.push(id);
+      return Promise.resolve({ affected: 1 });
+    },
   } as unknown as Repository<WebhookDelivery>;
   const subscriptions = {
     findBy: () =>
@@ -84,6 +95,8 @@ function dispatcherOver(
           url: `http://127.0.0.1/${id}`,
           secret: 'whsec_c2VjcmV0',
           removedAt: null,
+          consecutiveFailures: 0,
+          pausedUntil: null,
         })),
       ),
   } as unknown as Repository<WebhookSubscription>;
@@ -112,7 +125,7 @@ function dispatcherOver(
     new DatabaseAvailability(),
     CONFIG,
   );
-  return { dispatcher, asked, sent, finish };
+  return { dispatcher, asked, sent, finish, incremented };
 }
 
 describe('WebhookDispatcher', () => {
@@ -170,6 +183,37 @@ describe('WebhookDispatcher', () => {
     expect(asked[asked.length - 1]).toEqual({ subscription: 'a', limit: 1 });
     expect(sent).toEqual(['a0', 'a1', 'a2']);
     finish.forEach((end) => end());
+    await dispatcher.beforeApplicationShutdown();
+  });
+
+  it('does not send when its claim ran out before the attempt could start (a frozen process)', async () => {
+    const { dispatcher, sent } = dispatcherOver({ a: [delivery('a0', 'a')] });
+    const clock = Date.now.bind(Date);
+    // every claim is made; by the time the attempt starts, the process was stopped a while
+    jest
+      .spyOn(Date, 'now')
+      .mockImplementation(() => clock() + CONFIG.timeoutMs + 2_001);
+    try {
+      await dispatcher['poll']();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent).toEqual([]);
+    } finally {
+      jest.restoreAllMocks();
+      await dispatcher.beforeApplicationShutdown();
+    }
+  });
+
+  it('counts an attempt whose result comes after another instance settled the delivery', async () => {
+    const { dispatcher, sent, finish, incremented } = dispatcherOver(
+      { a: [delivery('a0', 'a')] },
+      () => false,
+      () => 0,
+    );
+    await dispatcher['poll']();
+    expect(sent).toEqual(['a0']);
+    finish.forEach((end) => end());
+    await Promise.all(dispatcher['inFlight'].values());
+    expect(incremented).toEqual(['a0']);
     await dispatcher.beforeApplicationShutdown();
   });
 });

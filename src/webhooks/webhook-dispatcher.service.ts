@@ -179,10 +179,14 @@ export class WebhookDispatcher
     });
     const open = shuffled(
       subscriptions
-        .map(({ id }) => ({
+        .filter(({ pausedUntil }) => !pausedUntil || pausedUntil <= now)
+        .map(({ id, consecutiveFailures }) => ({
           id,
           room:
-            this.config.maxInFlightPerSubscription -
+            // a paused receiver is probed by one attempt at a time until one succeeds
+            (consecutiveFailures >= this.config.failuresBeforePause
+              ? 1
+              : this.config.maxInFlightPerSubscription) -
             (this.inFlightBySubscription.get(id) ?? 0),
         }))
         .filter(({ room }) => room > 0),
@@ -249,21 +253,33 @@ export class WebhookDispatcher
    * it before another recorded a failed attempt cannot send that attempt a second time.
    */
   private async claim(delivery: WebhookDelivery, now: Date): Promise<boolean> {
+    const claimedUntil = new Date(
+      now.getTime() + this.config.timeoutMs + CLAIM_MARGIN_MS,
+    );
     const { affected } = await this.deliveries
       .createQueryBuilder()
       .update()
-      .set({
-        claimedUntil: new Date(
-          now.getTime() + this.config.timeoutMs + CLAIM_MARGIN_MS,
-        ),
-      })
+      .set({ claimedUntil })
       .where('id = :id', { id: delivery.id })
       .andWhere("status = 'pending'")
       .andWhere('attempts = :attempts', { attempts: delivery.attempts })
       .andWhere('next_attempt_at <= :now', { now })
       .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
       .execute();
-    return affected === 1;
+    if (affected !== 1) return false;
+    delivery.claimedUntil = claimedUntil;
+    return true;
+  }
+
+  /**
+   * Whether the claim still covers a whole attempt: a process frozen (or starved) between its
+   * claim and its send must not send once another instance may have taken the delivery over.
+   */
+  private stillClaimed(delivery: WebhookDelivery): boolean {
+    return (
+      delivery.claimedUntil !== null &&
+      delivery.claimedUntil.getTime() - Date.now() >= this.config.timeoutMs
+    );
   }
 
   private async attempt(
@@ -276,6 +292,13 @@ export class WebhookDispatcher
         await this.deliveries.update(
           { id: delivery.id, status: 'pending' },
           { status: 'cancelled' },
+        );
+        return;
+      }
+      if (!this.stillClaimed(delivery)) {
+        // the claim runs out before the attempt could: leave it to whoever claims it next
+        this.logger.debug(
+          `webhook delivery ${delivery.id}: claim expired before sending; not sent`,
         );
         return;
       }
@@ -299,6 +322,7 @@ export class WebhookDispatcher
         return;
       }
       await this.record(delivery, outcome);
+      await this.followReceiver(subscription, outcome);
     } catch (error) {
       if (!this.shutdown.signal.aborted) {
         this.logger.error(error, `webhook delivery ${delivery.id} failed`);
@@ -316,7 +340,7 @@ export class WebhookDispatcher
       outcome.delivered || outcome.refused
         ? undefined
         : nextAttemptAt(attempts, delivery.createdAt, now, this.config);
-    await this.deliveries.update(
+    const { affected } = await this.deliveries.update(
       { id: delivery.id, status: 'pending' },
       {
         attempts,
@@ -332,10 +356,66 @@ export class WebhookDispatcher
         claimedUntil: null,
       },
     );
+    if (!affected) {
+      // another instance settled it meanwhile (this one's claim ran out mid-attempt): the
+      // attempt was made all the same, and counts
+      await this.deliveries.increment({ id: delivery.id }, 'attempts', 1);
+    }
     if (!outcome.delivered) {
-      this.logger.warn(
+      // each failed attempt is in the delivery's lastError; the log says when one is given up,
+      // and when a receiver is paused or resumed (followReceiver)
+      const line =
         `webhook delivery ${delivery.id} attempt ${attempts} failed: ${outcome.error}` +
-          (retryAt ? `; next try at ${retryAt.toISOString()}` : '; giving up'),
+        (retryAt ? `; next try at ${retryAt.toISOString()}` : '; giving up');
+      if (retryAt) this.logger.debug(line);
+      else this.logger.warn(line);
+    }
+  }
+
+  /**
+   * A receiver that fails failuresBeforePause attempts in a row, across deliveries, is paused
+   * for pauseMs, then probed by one attempt; each failed probe doubles the pause, up to
+   * retryMaxDelayMs (or pauseMs, if longer). A success resumes it. The count is kept in the database, so that every
+   * instance sees the same receiver as the same.
+   */
+  private async followReceiver(
+    subscription: WebhookSubscription,
+    outcome: AttemptOutcome,
+  ): Promise<void> {
+    const threshold = this.config.failuresBeforePause;
+    const id = subscription.id;
+    if (outcome.delivered) {
+      if (!subscription.consecutiveFailures) return;
+      const { affected } = await this.subscriptions.update(
+        { id, removedAt: IsNull() },
+        { consecutiveFailures: 0, pausedUntil: null },
+      );
+      if (affected && subscription.consecutiveFailures >= threshold) {
+        this.logger.warn(
+          `webhook subscription ${id} resumed: its receiver answered again after ${subscription.consecutiveFailures} failed attempts`,
+        );
+      }
+      subscription.consecutiveFailures = 0;
+      return;
+    }
+    await this.subscriptions.increment(
+      { id, removedAt: IsNull() },
+      'consecutiveFailures',
+      1,
+    );
+    const current = await this.subscriptions.findOneBy({ id });
+    if (!current || current.consecutiveFailures < threshold) return;
+    const probes = current.consecutiveFailures - threshold;
+    const pauseMs = Math.min(
+      this.config.pauseMs * 2 ** Math.min(probes, 30),
+      Math.max(this.config.pauseMs, this.config.retryMaxDelayMs),
+    );
+    const pausedUntil = new Date(Date.now() + pauseMs);
+    await this.subscriptions.update({ id }, { pausedUntil });
+    subscription.consecutiveFailures = current.consecutiveFailures;
+    if (probes === 0) {
+      this.logger.warn(
+        `webhook subscription ${id} paused until ${pausedUntil.toISOString()}: its receiver failed ${threshold} attempts in a row (last: ${outcome.error}); then one attempt probes it`,
       );
     }
   }

@@ -72,4 +72,15 @@ export class WebhookSubscription {
   /** Its slot, 1 to MAX_ACTIVE_SUBSCRIPTIONS; kept once it is removed, then free for another. */
   @SmallIntegerColumn({ nullable: true })
   slot!: number | null;
+
+  /** Attempts its receiver failed in a row, across deliveries; 0 after a success. */
+  @SmallIntegerColumn({ name: 'consecutive_failures', default: 0 })
+  consecutiveFailures!: number;
+
+  /**
+   * While in the future, none of its deliveries is attempted (its receiver kept failing); once
+   * past, one attempt probes the receiver.
+   */
+  @Column({ name: 'paused_until', type: Date, nullable: true })
+  pausedUntil!: Date | null;
 }

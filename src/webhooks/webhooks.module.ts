@@ -1,11 +1,15 @@
 import { Module } from '@nestjs/common';
+import { RetentionService } from './retention.service';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
 
-/** Webhooks: subscriptions over HTTP, and the dispatcher that sends what the outbox holds. */
+/**
+ * Webhooks: subscriptions over HTTP, the dispatcher that sends what the outbox holds, and the
+ * retention that keeps the outbox and the delivery history bounded.
+ */
 @Module({
   imports: [WebhookSubscriptionsModule],
-  providers: [WebhookSender, WebhookDispatcher],
+  providers: [WebhookSender, WebhookDispatcher, RetentionService],
 })
 export class WebhooksModule {}

@@ -32,13 +32,39 @@ export class WebhookSubscriptionDto {
    */
   createdAt!: Date;
 
+  /** How many attempts its receiver failed in a row, across deliveries; absent while it succeeds */
+  @ApiPropertyOptional({
+    type: 'integer',
+    format: 'int32',
+    minimum: 1,
+    maximum: 32767,
+    example: 5,
+  })
+  consecutiveFailures?: number;
+
+  /**
+   * While its receiver keeps failing, none of its deliveries is tried until then; then one
+   * attempt probes the receiver, and a success resumes them all. Absent when not paused
+   * @example "2026-11-26T09:31:00.000Z"
+   */
+  pausedUntil?: Date;
+
   static from({
     id,
     url,
     eventTypes,
     createdAt,
+    consecutiveFailures,
+    pausedUntil,
   }: WebhookSubscription): WebhookSubscriptionDto {
-    return { id, url, events: eventTypes ?? undefined, createdAt };
+    return {
+      id,
+      url,
+      events: eventTypes ?? undefined,
+      createdAt,
+      consecutiveFailures: consecutiveFailures || undefined,
+      pausedUntil: pausedUntil ?? undefined,
+    };
   }
 }
 

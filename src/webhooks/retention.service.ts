@@ -1,0 +1,137 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { In, LessThan, Repository, type ObjectLiteral } from 'typeorm';
+import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { isDatabaseUnavailable } from '../database/database-errors';
+import { OutboxEvent } from '../events/outbox-event.entity';
+import type { DeliveryStatus } from './webhook-delivery.entity';
+import { WebhookDelivery } from './webhook-delivery.entity';
+
+/** Rows one statement deletes: short enough that no lock is held for long. */
+export const RETENTION_BATCH = 1000;
+/** Between two batches, so that requests get the database in between (SQLite's one connection). */
+const BATCH_PAUSE_MS = 20;
+
+export interface Pruned {
+  deliveries: number;
+  events: number;
+}
+
+/**
+ * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): delivered
+ * and cancelled deliveries older than EVENTS_RETENTION, failed ones older than
+ * EVENTS_FAILED_RETENTION, then the events no delivery still refers to and older than
+ * EVENTS_RETENTION, all in batches of RETENTION_BATCH rows. A pending delivery and its event are
+ * never deleted. Every instance may run it: deleting a row twice deletes it once.
+ */
+@Injectable()
+export class RetentionService
+  implements OnApplicationBootstrap, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger(RetentionService.name);
+  private readonly shutdown = new AbortController();
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    @InjectRepository(WebhookDelivery)
+    private readonly deliveries: Repository<WebhookDelivery>,
+    @InjectRepository(OutboxEvent)
+    private readonly events: Repository<OutboxEvent>,
+    @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.schedule();
+  }
+
+  beforeApplicationShutdown(): void {
+    clearTimeout(this.timer);
+    this.shutdown.abort();
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      void this.run().finally(() => {
+        if (!this.shutdown.signal.aborted) this.schedule();
+      });
+    }, this.config.retentionIntervalMs);
+    this.timer.unref();
+  }
+
+  private async run(): Promise<void> {
+    try {
+      const { deliveries, events } = await this.prune(new Date());
+      if (deliveries + events > 0) {
+        this.logger.log(
+          `retention: deleted ${deliveries} webhook deliveries and ${events} events`,
+        );
+      }
+    } catch (error) {
+      if (this.shutdown.signal.aborted || isDatabaseUnavailable(error)) return;
+      this.logger.error(error, 'retention could not delete old events');
+    }
+  }
+
+  /** Deletes what is past its retention at `now`; says how many rows of each. */
+  async prune(now: Date): Promise<Pruned> {
+    const before = (ms: number) => new Date(now.getTime() - ms);
+    const kept = before(this.config.retentionMs);
+    const deliveries =
+      (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
+      (await this.deleteDeliveries(
+        ['failed'],
+        before(this.config.failedRetentionMs),
+      ));
+    const events = await this.inBatches(this.events, (batch) =>
+      this.events
+        .createQueryBuilder('event')
+        .select('event.id', 'id')
+        .where('event.created_at < :kept', { kept })
+        .andWhere(
+          'NOT EXISTS (SELECT 1 FROM webhook_deliveries delivery WHERE delivery.event_id = event.id)',
+        )
+        .limit(batch)
+        .getRawMany<{ id: string }>(),
+    );
+    return { deliveries, events };
+  }
+
+  private deleteDeliveries(
+    statuses: DeliveryStatus[],
+    olderThan: Date,
+  ): Promise<number> {
+    return this.inBatches(this.deliveries, (batch) =>
+      this.deliveries.find({
+        select: { id: true },
+        where: { status: In(statuses), createdAt: LessThan(olderThan) },
+        take: batch,
+      }),
+    );
+  }
+
+  /** Finds a batch of ids, deletes them, and again until a batch comes back short. */
+  private async inBatches<Entity extends ObjectLiteral>(
+    repository: Repository<Entity>,
+    find: (batch: number) => Promise<{ id: string }[]>,
+  ): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const rows = await find(RETENTION_BATCH);
+      if (rows.length > 0) {
+        await repository.delete(rows.map(({ id }) => id));
+        deleted += rows.length;
+      }
+      if (rows.length < RETENTION_BATCH || this.shutdown.signal.aborted) {
+        return deleted;
+      }
+      await sleep(BATCH_PAUSE_MS);
+    }
+  }
+}

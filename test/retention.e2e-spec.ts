@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource, In } from 'typeorm';
+import { OutboxEvent } from '../src/events/outbox-event.entity';
+import {
+  RETENTION_BATCH,
+  RetentionService,
+} from '../src/webhooks/retention.service';
+import {
+  WebhookDelivery,
+  type DeliveryStatus,
+} from '../src/webhooks/webhook-delivery.entity';
+import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
+import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
+import { startTestApp, type TestApp } from './helpers/test-app';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+// Retention (docs/decisions.md, "Retention"), on the engine of the jest project
+describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
+  let testApp: TestApp;
+  let dataSource: DataSource;
+  let serial = 0;
+
+  beforeAll(async () => {
+    testApp = await startTestApp({
+      env: {
+        EVENTS_RETENTION: '1d',
+        EVENTS_FAILED_RETENTION: '3d',
+        RETENTION_INTERVAL: '1h',
+      },
+    });
+    // stopped, so that the rows keep the status each test gives them
+    await testApp.app.get(WebhookDispatcher).beforeApplicationShutdown();
+    dataSource = testApp.app.get(DataSource);
+    // the outbox keeps an event only while a subscription wants it: its trigger writes the
+    // event's delivery, which the helper below then gives the status a test needs
+    await dataSource.getRepository(WebhookSubscription).insert({
+      id: randomUUID(),
+      url: 'https://receiver.example/hook',
+      secret: 'whsec_x',
+      eventTypes: null,
+      removedAt: null,
+      slot: 1,
+    });
+  });
+
+  afterAll(() => testApp.close());
+
+  /** `count` events made `age` ago, each with a delivery of `status` (none when null). */
+  async function events(
+    count: number,
+    age: number,
+    status: DeliveryStatus | null,
+  ): Promise<void> {
+    const createdAt = new Date(Date.now() - age);
+    const ids = Array.from({ length: count }, () => `evt_${(serial += 1)}`);
+    const deliveries = dataSource.getRepository(WebhookDelivery);
+    for (let start = 0; start < ids.length; start += 500) {
+      const chunk = ids.slice(start, start + 500);
+      await dataSource.getRepository(OutboxEvent).insert(
+        chunk.map((id) => ({
+          id,
+          type: 'plant.added',
+          payload: '{}',
+          createdAt,
+        })),
+      );
+      if (status === null) await deliveries.delete({ eventId: In(chunk) });
+      else await deliveries.update({ eventId: In(chunk) }, { status });
+    }
+  }
+
+  const count = async (table: 'events' | 'webhook_deliveries') =>
+    Number(
+      (
+        await testApp.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`)
+      )[0].n,
+    );
+
+  it('deletes what is past its retention, in batches, and keeps pending deliveries, recent rows and failures for longer', async () => {
+    const many = 2 * RETENTION_BATCH + 500;
+    await events(many, 2 * DAY, 'delivered');
+    await events(10, 2 * DAY, 'cancelled');
+    await events(5, 2 * DAY, 'pending');
+    await events(5, 2 * DAY, 'failed');
+    await events(5, 4 * DAY, 'failed');
+    await events(20, HOUR, 'delivered');
+    await events(3, 2 * DAY, null);
+
+    const pruned = await testApp.app.get(RetentionService).prune(new Date());
+    expect(pruned).toEqual({
+      deliveries: many + 10 + 5,
+      events: many + 10 + 5 + 3,
+    });
+    const left = await testApp.query<{ status: string; n: bigint }>(
+      'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status ORDER BY status',
+    );
+    expect(left.map(({ status, n }) => [status, Number(n)])).toEqual([
+      ['delivered', 20],
+      ['failed', 5],
+      ['pending', 5],
+    ]);
+    // every delivery left still has its event, and no event is left without one
+    expect(await count('events')).toBe(30);
+    const orphans = await testApp.query(
+      'SELECT d.id FROM webhook_deliveries d LEFT JOIN events e ON e.id = d.event_id WHERE e.id IS NULL',
+    );
+    expect(orphans).toEqual([]);
+
+    // bounded: a second run finds nothing more
+    expect(await testApp.app.get(RetentionService).prune(new Date())).toEqual({
+      deliveries: 0,
+      events: 0,
+    });
+  });
+
+  it('runs by itself every RETENTION_INTERVAL', async () => {
+    const ticking = await startTestApp({
+      env: { EVENTS_RETENTION: '1d', RETENTION_INTERVAL: '100ms' },
+    });
+    try {
+      const source = ticking.app.get(DataSource);
+      const createdAt = new Date(Date.now() - 2 * DAY);
+      await source.getRepository(OutboxEvent).insert({
+        id: 'evt_ticking',
+        type: 'plant.added',
+        payload: '{}',
+        createdAt,
+      });
+      const deadline = Date.now() + 10_000;
+      while ((await source.getRepository(OutboxEvent).countBy({})) > 0) {
+        if (Date.now() > deadline)
+          throw new Error('the old event is still there');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await ticking.close();
+    }
+  });
+});
