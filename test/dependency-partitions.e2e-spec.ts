@@ -78,8 +78,25 @@ describeWithRedis('the service when Redis stops answering', () => {
       );
       expect(response.status).toBe(200);
       expect(response.headers['ratelimit-limit']).toBeUndefined();
-      // one command timeout, not the partition's length
+      // one command timeout at most, not the partition's length
       expect(ms).toBeLessThan(2 * REDIS_TIMEOUT_MS);
+    }
+    // after the first timeout Redis is not asked for a while: no request waits for it, with
+    // a token (two counters) or a rejected one (three) alike
+    const token = await testApp.issueToken();
+    for (const authorization of [
+      `Bearer ${token}`,
+      `Bearer pst_${'Z'.repeat(43)}`,
+      undefined,
+    ]) {
+      const request = testApp.http().get('/plants');
+      if (authorization) request.set('Authorization', authorization);
+      const { value: response, ms } = await timed(() => request);
+      expect([authorization, response.headers['ratelimit-limit']]).toEqual([
+        authorization,
+        undefined,
+      ]);
+      expect(ms).toBeLessThan(250);
     }
     const { value: live, ms: liveMs } = await timed(() =>
       testApp.http().get('/health/live'),

@@ -42,6 +42,9 @@ interface CountingRedis extends Redis {
   ): Promise<[number, number, number]>;
 }
 
+/** What a command gets while Redis is not asked: RateLimiter lets the request through. */
+const NOT_ASKED = new Error('Redis failed lately: not asked');
+
 export interface RedisCountersOptions {
   url: string;
   /** Put before every key, so that services or test runs sharing a Redis do not meet. */
@@ -52,8 +55,9 @@ export interface RedisCountersOptions {
 
 /**
  * Counters shared by every instance through Redis. Commands fail at once while Redis is away
- * (no offline queue, no retry) and within `timeoutMs` when it does not answer; RateLimiter
- * then lets the request through. Each change between reachable and not is logged once.
+ * (no offline queue, no retry) and within `timeoutMs` when it does not answer, after which
+ * Redis is not asked for a while (five timeouts, 1 to 30 s); RateLimiter then lets the
+ * request through. Each change between reachable and not is logged once.
  */
 export class RedisCounters
   implements RateLimitCounters, OnModuleInit, OnModuleDestroy
@@ -65,9 +69,15 @@ export class RedisCounters
     'rate limits apply',
   );
   private readonly timeoutMs: number;
+  private readonly retryAfterMs: number;
+  /** While Redis fails: when to ask it again; 0 while it answers. */
+  private retryAt = 0;
+  /** A command is asking a failing Redis whether it is back; the others do not wait for it. */
+  private probing = false;
 
   constructor({ url, keyPrefix, timeoutMs }: RedisCountersOptions) {
     this.timeoutMs = timeoutMs;
+    this.retryAfterMs = Math.min(30_000, Math.max(1000, 5 * timeoutMs));
     this.redis = new Redis(url, {
       keyPrefix,
       commandTimeout: timeoutMs,
@@ -97,28 +107,45 @@ export class RedisCounters
   }
 
   async hit(key: string, { windowMs, limit, blockMs }: CounterRule) {
-    const [hits, resetMs, blockedMs] = await this.answered(
+    const [hits, resetMs, blockedMs] = await this.answered(() =>
       this.redis.hit(`${key}:hits`, `${key}:block`, windowMs, limit, blockMs),
     );
     return { hits, resetMs, blockedMs } satisfies Count;
   }
 
   async blockedFor(key: string): Promise<number> {
-    return Math.max(0, await this.answered(this.redis.pttl(`${key}:block`)));
+    return Math.max(
+      0,
+      await this.answered(() => this.redis.pttl(`${key}:block`)),
+    );
   }
 
   async onModuleDestroy(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
-  private async answered<T>(command: Promise<T>): Promise<T> {
+  /**
+   * Sends the command unless Redis failed lately. After a failure Redis is not asked for
+   * `retryAfterMs`, and then by one command at a time until one is answered: during a
+   * partition a request waits for a timeout once, not at every Redis call of every request.
+   */
+  private async answered<T>(send: () => Promise<T>): Promise<T> {
+    const failing = this.retryAt > 0;
+    if (failing && (Date.now() < this.retryAt || this.probing)) {
+      throw NOT_ASKED;
+    }
+    this.probing = failing;
     try {
-      const result = await command;
+      const result = await send();
+      this.retryAt = 0;
       this.state.cameBack();
       return result;
     } catch (error) {
+      this.retryAt = Date.now() + this.retryAfterMs;
       this.state.wentAway(error);
       throw error;
+    } finally {
+      if (failing) this.probing = false;
     }
   }
 }
