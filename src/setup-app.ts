@@ -1,3 +1,4 @@
+import type { NextFunction, Request, Response } from 'express';
 import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -49,7 +50,9 @@ export async function createApp({
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);
   app.use(securityHeaders(config.publicBaseUrl));
-  if (config.corsOrigins.length > 0) {
+  app.use(createRequestLogger(logger));
+  const cors = config.corsOrigins.length > 0;
+  if (cors) {
     app.enableCors({
       origin: config.corsOrigins,
       allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
@@ -59,14 +62,34 @@ export async function createApp({
         'Retry-After',
         'WWW-Authenticate',
       ],
+      // a preflight goes on to admission, so that it is counted like any request (and its
+      // 429 carries the CORS headers set here); answerPreflight then ends it
+      preflightContinue: true,
     });
   }
-  app.use(createRequestLogger(logger));
   // every request but the health probes, before routing: 404s and the docs are limited too
   app.use(app.get(RequestAdmission).admit);
+  if (cors) app.use(answerPreflight);
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
   serveOpenApi(app, buildOpenApiDocument(app, config), config);
   return app;
+}
+
+/** The end of a CORS preflight, once it is admitted: 204 with the headers cors set. */
+function answerPreflight(
+  request: Request,
+  response: Response,
+  next: NextFunction,
+): void {
+  if (
+    request.method === 'OPTIONS' &&
+    request.headers['access-control-request-method'] !== undefined
+  ) {
+    response.status(204).setHeader('Content-Length', '0');
+    response.end();
+    return;
+  }
+  next();
 }

@@ -1,3 +1,5 @@
+import { TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { READINESS_REUSE_MS } from '../src/health/health.controller';
 import { DataSource } from 'typeorm';
 import { PlantsService } from '../src/plants/plants.service';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
@@ -94,6 +96,21 @@ describe('the application', () => {
     const response = await testApp.http().get('/health/live');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ status: 'ok' });
+  });
+
+  it('pings the database once for many readiness probes at once', async () => {
+    const ping = jest.spyOn(TypeOrmHealthIndicator.prototype, 'pingCheck');
+    try {
+      // past the reuse window of any earlier probe
+      await new Promise((resolve) => setTimeout(resolve, READINESS_REUSE_MS));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => testApp.http().get('/health/ready')),
+      );
+      expect(answers.map(({ status }) => status)).toEqual(Array(20).fill(200));
+      expect(ping).toHaveBeenCalledTimes(1);
+    } finally {
+      ping.mockRestore();
+    }
   });
 
   it('reports readiness publicly with a database ping', async () => {

@@ -100,6 +100,24 @@ describe('hardening', () => {
       expect(response.headers['access-control-allow-origin']).toBeUndefined();
     });
 
+    it('answers a preflight with 204 and the allowed headers, and counts it like any request', async () => {
+      const response = await testApp
+        .http()
+        .options('/plants')
+        .set('Origin', 'https://app.example.com')
+        .set('Access-Control-Request-Method', 'POST')
+        .set('Access-Control-Request-Headers', 'Authorization, Content-Type');
+      expect(response.status).toBe(204);
+      expect(response.headers['access-control-allow-origin']).toBe(
+        'https://app.example.com',
+      );
+      expect(response.headers['access-control-allow-headers']).toBe(
+        'Authorization,Content-Type,X-Request-Id',
+      );
+      // charged to its address, as any request without a token
+      expect(response.headers['ratelimit-limit']).toBeDefined();
+    });
+
     it('is off without CORS_ORIGINS', async () => {
       const plain = await startTestApp();
       try {

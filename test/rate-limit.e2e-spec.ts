@@ -115,6 +115,15 @@ describe('rate limits', () => {
     await testApp.http().get('/health/ready').expect(200);
   });
 
+  it('counts any other method on a probe path like any request', async () => {
+    const posted = await testApp.http().post('/health/live').send('{}');
+    expect(posted.headers['ratelimit-remaining']).toBe('9');
+    await spendAddressLimit();
+    await testApp.http().post('/health/live').expect(429);
+    // the probes themselves still answer
+    await testApp.http().get('/health/live').expect(200);
+  });
+
   it('never lets an unproven token choose its counter: junk and revoked tokens are charged to the address', async () => {
     // guesses not blocked here, to show the counter they are charged to
     await testApp.close();

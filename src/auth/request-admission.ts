@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { bearerTokenOf } from '../http/bearer-token';
+import { clientKeyOf } from '../rate-limit/client-key';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import type { ApiToken } from './api-token.entity';
@@ -39,7 +40,13 @@ export class RequestAdmission {
     response: Response,
     next: NextFunction,
   ): void => {
-    if (HEALTH_PROBE_PATHS.has(request.path)) return next();
+    // probes as orchestrators send them; any other method there is counted like any request
+    if (
+      HEALTH_PROBE_PATHS.has(request.path) &&
+      (request.method === 'GET' || request.method === 'HEAD')
+    ) {
+      return next();
+    }
     this.admitted(request, response).then(() => next(), next);
   };
 
@@ -47,7 +54,7 @@ export class RequestAdmission {
     request: AdmittedRequest,
     response: Response,
   ): Promise<void> {
-    const address = request.ip ?? '';
+    const address = clientKeyOf(request.ip ?? '');
     const presented = bearerTokenOf(request);
     if (presented === undefined) {
       return this.limiter.chargeRequest(response, { address });

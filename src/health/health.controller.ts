@@ -20,10 +20,19 @@ import { HealthStatusDto } from './dto/health-status.dto';
 
 const DATABASE_UNREACHABLE = 'the database is unreachable';
 
+/**
+ * Callers of readiness within this long of a successful database ping share its answer, and
+ * callers during a ping wait for it: probes from many orchestrators (or anyone, as the probes
+ * are not rate limited) cost one ping a second at most.
+ */
+export const READINESS_REUSE_MS = 1000;
+
 @ApiTags('health')
 @Public()
 @Controller('health')
 export class HealthController {
+  private latest?: { startedAt: number; answer: Promise<HealthStatusDto> };
+
   constructor(
     private readonly health: HealthCheckService,
     private readonly database: TypeOrmHealthIndicator,
@@ -53,10 +62,23 @@ export class HealthController {
       'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
   })
-  async ready(): Promise<HealthStatusDto> {
+  ready(): Promise<HealthStatusDto> {
     if (this.shutdown.isDraining) {
       throw new ServiceUnavailableException(SHUTTING_DOWN_MESSAGE);
     }
+    const now = Date.now();
+    if (!this.latest || now - this.latest.startedAt >= READINESS_REUSE_MS) {
+      const latest = { startedAt: now, answer: this.pingDatabase() };
+      this.latest = latest;
+      // a failure is not kept: the next caller asks again, so readiness recovers at once
+      latest.answer.catch(() => {
+        if (this.latest === latest) this.latest = undefined;
+      });
+    }
+    return this.latest.answer;
+  }
+
+  private async pingDatabase(): Promise<HealthStatusDto> {
     try {
       const { status, info } = await this.health.check([
         () => this.database.pingCheck('database', { timeout: 2000 }),

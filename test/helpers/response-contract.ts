@@ -13,6 +13,8 @@ export interface ObservedResponse {
   status: number;
   contentType: string | undefined;
   text: string;
+  /** A CORS preflight's answer (it allows methods): the browser's question, not an operation. */
+  corsPreflight?: boolean;
 }
 
 function rewriteRefs(value: unknown): unknown {
@@ -69,6 +71,7 @@ export class ResponseContract {
       )
     )
       return undefined;
+    if (response.corsPreflight && response.status === 204) return undefined;
     const where = `${response.method} ${response.path} → ${response.status}`;
     const route = this.routes.find(({ pattern }) => pattern.test(path));
     const operation = route

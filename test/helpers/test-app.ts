@@ -217,6 +217,9 @@ function checkedAgainstDocument(
             status: response.status,
             contentType: response.headers['content-type'],
             text: response.text ?? '',
+            corsPreflight:
+              property === 'options' &&
+              response.headers['access-control-allow-methods'] !== undefined,
           }),
         );
         return test;
