@@ -1,3 +1,4 @@
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/common/filters/all-exceptions.filter';
 import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { READINESS_REUSE_MS } from '../src/health/health.controller';
 import { DataSource } from 'typeorm';
@@ -171,7 +172,7 @@ describe('the application without its database', () => {
       expect(create.status).toBe(503);
       expect(create.body).toEqual({
         error: 503,
-        message: 'the database is unavailable; try again later',
+        message: WRITE_OUTCOME_UNKNOWN_MESSAGE,
       });
     } finally {
       await testApp.close().catch(() => undefined);

@@ -1,3 +1,4 @@
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/common/filters/all-exceptions.filter';
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { request } from 'node:http';
@@ -143,7 +144,7 @@ describe('a full database', () => {
         status: 503,
         body: {
           error: 503,
-          message: 'the database is unavailable; try again later',
+          message: WRITE_OUTCOME_UNKNOWN_MESSAGE,
         },
       });
       const db = testApp.openDatabase();
@@ -204,7 +205,7 @@ describe('a read-only database', () => {
       expect(create.status).toBe(503);
       expect(create.body).toEqual({
         error: 503,
-        message: 'the database is unavailable; try again later',
+        message: WRITE_OUTCOME_UNKNOWN_MESSAGE,
       });
       await testApp.http().delete('/plants/1').set(auth).expect(503);
       await testApp.http().get('/plants/1').set(auth).expect(200);

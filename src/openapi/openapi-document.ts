@@ -18,6 +18,7 @@ import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import {
   DATABASE_UNAVAILABLE_MESSAGE,
+  WRITE_OUTCOME_UNKNOWN_MESSAGE,
   INTERNAL_ERROR_MESSAGE,
 } from '../common/filters/all-exceptions.filter';
 import { tooManyConnectionsMessage } from '../http/hardened-express.adapter';
@@ -71,6 +72,7 @@ const SERVICE_ERROR_RESPONSES = [
     type: ErrorBody,
     examples: errorExamples(503, {
       'Database unavailable': DATABASE_UNAVAILABLE_MESSAGE,
+      'Database lost during a change': WRITE_OUTCOME_UNKNOWN_MESSAGE,
       'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
   },

@@ -9,7 +9,11 @@ import { QueryFailedError } from 'typeorm';
 import { DuplicateKeyError } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import { DatabaseAvailability } from '../../database/database-availability';
-import { AllExceptionsFilter, toErrorAnswer } from './all-exceptions.filter';
+import {
+  AllExceptionsFilter,
+  toErrorAnswer,
+  WRITE_OUTCOME_UNKNOWN_MESSAGE,
+} from './all-exceptions.filter';
 
 describe('toErrorAnswer', () => {
   it('keeps the status and message of an HttpException', () => {
@@ -66,6 +70,26 @@ describe('toErrorAnswer', () => {
       message: 'the database is unavailable; try again later',
     });
   });
+
+  it.each(['POST', 'PUT', 'PATCH', 'DELETE'])(
+    'says of a %s cut off from the database that the change may have been made',
+    (method) => {
+      const lost = new QueryFailedError(
+        'INSERT',
+        [],
+        Object.assign(new Error('disk I/O error'), {
+          code: 'SQLITE_IOERR_WRITE',
+        }),
+      );
+      expect(toErrorAnswer(lost, method).body).toEqual({
+        error: 503,
+        message: WRITE_OUTCOME_UNKNOWN_MESSAGE,
+      });
+      expect(WRITE_OUTCOME_UNKNOWN_MESSAGE).toContain(
+        'may or may not have been made',
+      );
+    },
+  );
 
   describe("database errors that are the request's fault, whichever module hit them", () => {
     const failed = (error: object) =>

@@ -34,7 +34,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const response = http.getResponse<Response>();
-    const { body, headers } = toErrorAnswer(exception);
+    const { body, headers } = toErrorAnswer(
+      exception,
+      http.getRequest<RequestWithId>().method,
+    );
     // a 5xx the service chose (shutting down, not ready) is logged by whoever chose it, once;
     // a database away, once per outage; only the unexpected, per request, with its stack
     if (body.error >= 500 && !(exception instanceof HttpException)) {
@@ -56,7 +59,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
   }
 }
 
-export function toErrorAnswer(exception: unknown): ErrorAnswer {
+/** Methods that change something: the ones whose outcome a lost database leaves unknown. */
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function toErrorAnswer(exception: unknown, method = 'GET'): ErrorAnswer {
   if (exception instanceof HttpException) {
     return {
       body: { error: exception.getStatus(), message: messageOf(exception) },
@@ -69,7 +75,12 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
     return answer(HttpStatus.BAD_REQUEST, requestProblem);
   }
   if (isDatabaseUnavailable(exception)) {
-    return answer(HttpStatus.SERVICE_UNAVAILABLE, DATABASE_UNAVAILABLE_MESSAGE);
+    return answer(
+      HttpStatus.SERVICE_UNAVAILABLE,
+      WRITES.has(method)
+        ? WRITE_OUTCOME_UNKNOWN_MESSAGE
+        : DATABASE_UNAVAILABLE_MESSAGE,
+    );
   }
   return answer(HttpStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE);
 }
@@ -78,6 +89,12 @@ export function toErrorAnswer(exception: unknown): ErrorAnswer {
 export const DATABASE_UNAVAILABLE_MESSAGE =
   'the database is unavailable; try again later';
 export const INTERNAL_ERROR_MESSAGE = 'internal server error';
+/**
+ * A write cut off from the database may have been committed before the connection was lost:
+ * the client must look before it sends it again (docs/decisions.md, "Status codes").
+ */
+export const WRITE_OUTCOME_UNKNOWN_MESSAGE =
+  'the database did not answer: the change may or may not have been made; read it back before you try again';
 
 function answer(status: number, message: string): ErrorAnswer {
   return { body: { error: status, message }, headers: {} };
