@@ -44,6 +44,12 @@ describe('loggableTarget', () => {
     ).toEqual([...Array.from({ length: 16 }, (_, i) => `q${i}`), '…[24 more]']);
   });
 
+  it('writes control characters of a parameter name as replacement characters', () => {
+    expect(loggableTarget('/plants?a%01b%1B%7F=1').query).toEqual([
+      'a\uFFFDb\uFFFD\uFFFD',
+    ]);
+  });
+
   it('hides a percent-encoded token in the path too', () => {
     expect(loggableTarget(`/plants/${token.replace('_', '%5F')}`)).toEqual({
       path: '/plants/pst_[redacted]',

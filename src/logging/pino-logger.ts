@@ -54,7 +54,10 @@ export function loggableTarget(originalUrl: string): {
   let more = 0;
   for (const name of new URLSearchParams(originalUrl.slice(mark + 1)).keys()) {
     const logged = capped(
-      name.replace(TOKEN_ANYWHERE, 'pst_[redacted]'),
+      name
+        .replace(TOKEN_ANYWHERE, 'pst_[redacted]')
+        // six bytes each once JSON escapes them; a replacement character weighs three
+        .replace(/\p{Cc}/gu, '\uFFFD'),
       LOGGED_QUERY_NAME_CHARS,
     );
     if (names.has(logged)) continue;
