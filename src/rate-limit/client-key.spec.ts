@@ -12,6 +12,7 @@ describe('clientKeyOf', () => {
   it('counts an IPv4 client by its address, mapped into IPv6 or not', () => {
     expect(clientKeyOf('203.0.113.7')).toBe('203.0.113.7');
     expect(clientKeyOf('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKeyOf('::ffff:cb00:7107')).toBe('203.0.113.7');
   });
 
   it('keeps what is not an address as it is', () => {
