@@ -39,16 +39,24 @@ function assertPlainQueryNames(query: unknown): void {
   }
 }
 
+/** Read once per DTO class: class-validator gathers them anew on every call. */
+const DECLARED_NAMES = new WeakMap<object, string[]>();
+
 /** The parameters a query DTO declares, in the order it declares them. */
 function declaredNames(metatype: ArgumentMetadata['metatype']): string[] {
   if (typeof metatype !== 'function') return [];
-  return [
-    ...new Set(
-      getMetadataStorage()
-        .getTargetValidationMetadatas(metatype, '', true, false)
-        .map(({ propertyName }) => propertyName),
-    ),
-  ];
+  let names = DECLARED_NAMES.get(metatype);
+  if (names === undefined) {
+    names = [
+      ...new Set(
+        getMetadataStorage()
+          .getTargetValidationMetadatas(metatype, '', true, false)
+          .map(({ propertyName }) => propertyName),
+      ),
+    ];
+    DECLARED_NAMES.set(metatype, names);
+  }
+  return names;
 }
 
 /**
