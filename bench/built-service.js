@@ -83,4 +83,21 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
   return { base, token, service, stop };
 }
 
-module.exports = { ROOT, option, startBuiltService };
+/**
+ * A token from the built CLI of `root`, with `scopes` (the default ones when none), for the
+ * database `env` names: the last line the CLI prints.
+ * @param {Record<string, string>} env
+ * @param {{ name: string, scopes?: string, root?: string }} options
+ */
+function cliToken(env, { name, scopes, root = ROOT }) {
+  const args = [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name];
+  if (scopes) args.push('--scopes', scopes);
+  return (
+    execFileSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .trimEnd()
+      .split('\n')
+      .pop() ?? ''
+  );
+}
+
+module.exports = { ROOT, cliToken, option, startBuiltService };

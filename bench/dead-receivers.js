@@ -6,9 +6,7 @@
 // deliveries). `--against DIR` runs the same against another build (a worktree), to compare.
 'use strict';
 const autocannon = require('autocannon');
-const { execFileSync } = require('node:child_process');
-const { join } = require('node:path');
-const { ROOT, option, startBuiltService } = require('./built-service');
+const { ROOT, cliToken, option, startBuiltService } = require('./built-service');
 
 const SUBSCRIPTIONS = 100;
 
@@ -41,14 +39,7 @@ async function measure(root, subscriptions, duration, rate, connections) {
     {
       root,
       prepare: (_file, env) => {
-        manager = execFileSync(
-          process.execPath,
-          [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'manager', '--scopes', 'webhooks:manage'],
-          { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
-        )
-          .trimEnd()
-          .split('\n')
-          .pop() ?? '';
+        manager = cliToken(env, { name: 'manager', scopes: 'webhooks:manage', root });
       },
     },
   );

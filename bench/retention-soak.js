@@ -6,11 +6,9 @@
 // deliveries, and the POST latency of that window: with retention they stay flat.
 'use strict';
 const Database = require('better-sqlite3');
-const { execFileSync } = require('node:child_process');
 const { statSync } = require('node:fs');
 const { createServer } = require('node:http');
-const { join } = require('node:path');
-const { ROOT, option, startBuiltService } = require('./built-service');
+const { ROOT, cliToken, option, startBuiltService } = require('./built-service');
 
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
@@ -48,15 +46,7 @@ async function run(label, retention, duration, workers) {
     {
       prepare: (file, env) => {
         databaseFile = file;
-        manager =
-          execFileSync(
-            process.execPath,
-            [join(ROOT, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'manager', '--scopes', 'webhooks:manage'],
-            { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
-          )
-            .trimEnd()
-            .split('\n')
-            .pop() ?? '';
+        manager = cliToken(env, { name: 'manager', scopes: 'webhooks:manage', root: ROOT });
       },
     },
   );
