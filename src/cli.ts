@@ -9,7 +9,7 @@ import {
   readDatabaseConfig,
   type DatabaseConfig,
 } from './config/database.config';
-import { loadEnvironment } from './config/environment';
+import { loadEnvironment, unknownSettingWarnings } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 
 function buildProgram(output: CliOutput): Command {
@@ -64,6 +64,9 @@ export async function runCli(
   try {
     const program = buildProgram(output);
     loadEnvironment(process.env);
+    for (const warning of unknownSettingWarnings(process.env)) {
+      output.err(`warning: ${warning}`);
+    }
     const database = readDatabaseConfig(process.env);
     // usage and help need no database
     program.hook('preAction', () => {

@@ -5,7 +5,7 @@ import { Logger } from '@nestjs/common';
 import { createApp } from './setup-app';
 import { appConfig, type AppConfig } from './config/app.config';
 import { databaseConfig, describeDatabase } from './config/database.config';
-import { loadEnvironment } from './config/environment';
+import { loadEnvironment, unknownSettingWarnings } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './http/shutdown-gate';
 import { logBootFailure, logProcessWarnings } from './logging/pino-logger';
@@ -46,6 +46,9 @@ async function bootstrap(): Promise<void> {
   loadEnvironment(process.env);
   const app = await createApp();
   logProcessWarnings(new Logger('Node'));
+  for (const warning of unknownSettingWarnings(process.env)) {
+    new Logger('Configuration').warn(warning);
+  }
   const config = app.get<AppConfig>(appConfig.KEY);
   try {
     await app.listen(config.port, config.host);

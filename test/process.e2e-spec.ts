@@ -185,6 +185,67 @@ describe('the service process (node dist/main.js)', () => {
     }
   });
 
+  it('reports every bad value before it stops, a line each', () => {
+    writeFileSync(join(folder.path, '.env'), 'BODY_LIMIT=huge\n');
+    const { status, lines } = runServiceToExit(
+      { PORT: 'eighty', LOG_LEVEL: 'loud' },
+      folder.path,
+    );
+    expect(status).toBe(1);
+    expect(lines.map(({ level, msg }) => [level, msg])).toEqual([
+      [
+        60,
+        'the service could not start: PORT must be an integer between 0 and 65535, got "eighty"',
+      ],
+      [
+        60,
+        expect.stringMatching(
+          /^the service could not start: LOG_LEVEL must be one of /,
+        ),
+      ],
+      [
+        60,
+        `the service could not start: BODY_LIMIT must be a size between 1 byte and 64mb such as 16kb, got "huge" (set in ${join(folder.path, '.env')})`,
+      ],
+    ]);
+  });
+
+  it('warns at boot of a variable that looks meant for it but is none of its settings', async () => {
+    writeFileSync(join(folder.path, '.env'), 'WEBHOOKS_TIMEOUTS=3s\n');
+    const service = await startServiceProcess(
+      {
+        DATABASE_URL: `sqlite:${join(folder.path, 'typos.sqlite')}`,
+        LOG_LEVEL: 'info',
+        RATE_LIMT_PER_TOKEN: '5',
+      },
+      folder.path,
+    );
+    try {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const warnings = service
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter(({ msg }) =>
+          msg.includes('is not a setting of the plant store'),
+        );
+      expect(warnings.map(({ level, msg }) => [level, msg]).sort()).toEqual([
+        [
+          40,
+          'RATE_LIMT_PER_TOKEN is not a setting of the plant store and is ignored; the closest one is RATE_LIMIT_PER_TOKEN',
+        ],
+        [
+          40,
+          `WEBHOOKS_TIMEOUTS (set in ${join(folder.path, '.env')}) is not a setting of the plant store and is ignored; the closest one is WEBHOOKS_TIMEOUT`,
+        ],
+      ]);
+    } finally {
+      service.child.kill('SIGKILL');
+    }
+  });
+
   it('stops at a bad value in .env with one line naming the variable and the file', () => {
     writeFileSync(join(folder.path, '.env'), 'BODY_LIMIT=huge\n');
     const { status, lines } = runServiceToExit({}, folder.path);

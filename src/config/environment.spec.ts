@@ -11,6 +11,7 @@ import {
   parseDuration,
   parseEnvironment,
   renderEnvExample,
+  unknownSettingWarnings,
 } from './environment';
 import { readWebhooksConfig } from './webhooks.config';
 
@@ -495,5 +496,60 @@ describe('.env', () => {
       (match) => match[1],
     );
     expect(rows.sort()).toEqual(Object.keys(ENVIRONMENT_SCHEMA.shape).sort());
+  });
+});
+
+describe('settings that cannot be read', () => {
+  it('are all reported at once, a line each', () => {
+    let message = '';
+    try {
+      parseEnvironment({
+        PORT: 'eighty',
+        LOG_LEVEL: 'loud',
+        DB_POOL_SIZE: '0',
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message.split('\n')).toEqual([
+      'PORT must be an integer between 0 and 65535, got "eighty"',
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+      'DB_POOL_SIZE must be an integer between 1 and 1000, got "0"',
+    ]);
+  });
+});
+
+describe('unknownSettingWarnings', () => {
+  it('names the setting a misspelt variable was meant for', () => {
+    expect(unknownSettingWarnings({ RATE_LIMT_PER_TOKEN: '5' })).toEqual([
+      'RATE_LIMT_PER_TOKEN is not a setting of the plant store and is ignored; the closest one is RATE_LIMIT_PER_TOKEN',
+    ]);
+    expect(unknownSettingWarnings({ PROT: '3100' })).toEqual([]);
+    expect(unknownSettingWarnings({ LOG_LEVLE: 'debug' })).toEqual([
+      'LOG_LEVLE is not a setting of the plant store and is ignored; the closest one is LOG_LEVEL',
+    ]);
+  });
+
+  it("warns of any variable in one of the settings' families", () => {
+    expect(unknownSettingWarnings({ WEBHOOKS_TIMEOUTS_MS: '1' })).toEqual([
+      'WEBHOOKS_TIMEOUTS_MS is not a setting of the plant store and is ignored; the closest one is WEBHOOKS_TIMEOUT',
+    ]);
+    expect(unknownSettingWarnings({ REDIS_HOST: 'cache' })).toHaveLength(1);
+  });
+
+  it("leaves the machine's own variables and the settings themselves alone", () => {
+    expect(
+      unknownSettingWarnings({
+        PATH: '/bin',
+        HOME: '/root',
+        HOSTNAME: 'vm',
+        PWD: '/work',
+        NODE_ENV: 'production',
+        TEST_DATABASE_URL: 'postgres://x',
+        npm_config_nodedir: '/x',
+        PORT: '3100',
+        WEBHOOKS_TIMEOUT: '5s',
+      }),
+    ).toEqual([]);
   });
 });

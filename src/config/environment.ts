@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import leven from 'leven';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { StartupError } from '../common/errors/startup-error';
@@ -479,14 +480,68 @@ function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
   return `${name} must be ${must}, got ${JSON.stringify(shown)}${source ? ` (set in ${source})` : ''}`;
 }
 
-/** Every variable checked and read; a ConfigError naming the first one that is wrong. */
+/**
+ * Every variable checked and read; a ConfigError naming every one that is wrong, a line each,
+ * so that a deployment is fixed in one go rather than one restart per mistake.
+ */
 export function parseEnvironment(env: RawEnvironment): Environment {
   // with the input of each issue, which names the wrong item of a list
   const result = ENVIRONMENT_SCHEMA.safeParse(env, { reportInput: true });
   if (!result.success) {
-    throw new ConfigError(describeIssue(result.error.issues[0], env));
+    const firstPerVariable = new Map<string, z.core.$ZodIssue>();
+    for (const issue of result.error.issues) {
+      const name = String(issue.path[0]);
+      if (!firstPerVariable.has(name)) firstPerVariable.set(name, issue);
+    }
+    throw new ConfigError(
+      [...firstPerVariable.values()]
+        .map((issue) => describeIssue(issue, env))
+        .join('\n'),
+    );
   }
   return result.data;
+}
+
+const KNOWN_VARIABLES = Object.keys(ENVIRONMENT_SCHEMA.shape);
+
+/** The families of settings (`WEBHOOKS_...`): a prefix that two or more of them share. */
+const FAMILY_PREFIXES = [
+  ...new Set(
+    KNOWN_VARIABLES.filter((name) => name.includes('_'))
+      .map((name) => name.slice(0, name.indexOf('_') + 1))
+      .filter(
+        (prefix, _, prefixes) =>
+          prefixes.filter((other) => other === prefix).length > 1,
+      ),
+  ),
+];
+
+/**
+ * A warning for each variable that looks meant for the service but is none of its settings:
+ * one of its families' prefixes (`WEBHOOKS_TIMEOUTS`), or a letter or two from a setting's
+ * name (`RATE_LIMT_PER_TOKEN`). Such a variable is ignored, so the mistake would go unseen.
+ */
+export function unknownSettingWarnings(env: RawEnvironment): string[] {
+  const warnings: string[] = [];
+  for (const name of Object.keys(env)) {
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || KNOWN_VARIABLES.includes(name)) {
+      continue;
+    }
+    let closest = KNOWN_VARIABLES[0];
+    for (const known of KNOWN_VARIABLES) {
+      if (leven(name, known) < leven(name, closest)) closest = known;
+    }
+    const near =
+      name.length >= 5 &&
+      leven(name, closest) <= Math.max(2, Math.floor(closest.length / 6));
+    if (near || FAMILY_PREFIXES.some((prefix) => name.startsWith(prefix))) {
+      const source = SOURCES.get(env)?.get(name);
+      warnings.push(
+        `${name}${source ? ` (set in ${source})` : ''} is not a setting of the plant store and is ignored; the closest one is ${closest}`,
+      );
+    }
+  }
+  return warnings;
 }
 
 /**

@@ -237,9 +237,11 @@ export function logBootFailure(error: unknown, expected: boolean): void {
   }
   const logger = pino({}, pino.destination({ sync: true }));
   if (expected || !(error instanceof Error)) {
-    logger.fatal(
-      `the service could not start: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    // a line for each problem (every bad setting, say)
+    const message = error instanceof Error ? error.message : String(error);
+    for (const line of message.split('\n')) {
+      logger.fatal(`the service could not start: ${line}`);
+    }
   } else {
     logger.fatal(
       { err: error },
