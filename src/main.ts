@@ -8,7 +8,12 @@ import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment, unknownSettingWarnings } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './http/shutdown-gate';
-import { logBootFailure, logProcessWarnings } from './logging/pino-logger';
+import { describeTrustProxy, hidePassword } from './logging/start-line';
+import {
+  flushLogs,
+  logBootFailure,
+  logProcessWarnings,
+} from './logging/pino-logger';
 
 /** Why the listener could not open, in the words of PORT and HOST; undefined if unforeseen. */
 function explainListenFailure(
@@ -59,6 +64,10 @@ async function bootstrap(): Promise<void> {
   const { port } = app.getHttpServer().address() as AddressInfo;
   const url = localUrl(config.host, port);
   const database = describeDatabase(app.get(databaseConfig.KEY));
+  const rateLimits = config.rateLimit.redisUrl
+    ? `in Redis at ${hidePassword(config.rateLimit.redisUrl)}`
+    : 'in memory';
+  const proxies = describeTrustProxy(config.trustProxy);
   const version = packageVersion();
   new Logger('PlantStore').log(
     {
@@ -66,10 +75,12 @@ async function bootstrap(): Promise<void> {
       docs: `${url}/docs`,
       ...(config.publicBaseUrl && { publicBaseUrl: config.publicBaseUrl }),
       database,
+      rateLimits,
+      trustProxy: proxies,
       version,
       node: process.version,
     },
-    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}`,
+    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits ${rateLimits}; ${proxies}`,
   );
 
   if (config.trustProxy === true || typeof config.trustProxy === 'number') {
@@ -90,7 +101,15 @@ async function bootstrap(): Promise<void> {
       })
       .then(
         // 0 when every in-flight request finished; 1 when some had to be cut
-        (outcome) => process.exit(outcome === 'drained' ? 0 : 1),
+        (outcome) => {
+          const uptime = Math.round(process.uptime());
+          new Logger('PlantStore').log(
+            { uptimeSeconds: uptime, outcome },
+            `plant store stopped after ${uptime} s up: ${outcome === 'drained' ? 'every request in flight finished' : 'requests still in flight were cut'}`,
+          );
+          flushLogs();
+          process.exit(outcome === 'drained' ? 0 : 1);
+        },
         (error: unknown) => {
           new Logger('Shutdown').error(error, 'shutdown failed');
           process.exit(1);

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
 import { RequestAdmission } from './auth/request-admission';
+import { HEALTH_PROBE_PATHS } from './health/health-probes';
 import { HardenedExpressAdapter } from './http/hardened-express.adapter';
 import { securityHeaders } from './http/security-headers';
 import { ShutdownGate } from './http/shutdown-gate';
@@ -50,7 +51,7 @@ export async function createApp({
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);
   app.use(securityHeaders(config.publicBaseUrl));
-  app.use(createRequestLogger(logger));
+  app.use(createRequestLogger(logger, HEALTH_PROBE_PATHS));
   const cors = config.corsOrigins.length > 0;
   if (cors) {
     app.enableCors({

@@ -1,3 +1,4 @@
+import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -258,7 +259,7 @@ describe('the service process (node dist/main.js)', () => {
     ]);
   });
 
-  it('says one line when it is up, naming its URL, docs, database and version, and writes each line within a second', async () => {
+  it('says one line when it is up, naming its URL, docs, database, rate limits, proxies and version, writes each line within a second, and one line when it stops', async () => {
     const service = await startServiceProcess(
       { LOG_LEVEL: 'info', DATABASE_URL: 'sqlite:store.sqlite' },
       folder.path,
@@ -288,10 +289,12 @@ describe('the service process (node dist/main.js)', () => {
       expect(started).toEqual([
         expect.objectContaining({
           level: 30,
-          msg: `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}`,
+          msg: `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits in memory; trusting no proxy`,
           url,
           docs: `${url}/docs`,
           database,
+          rateLimits: 'in memory',
+          trustProxy: 'trusting no proxy',
           version,
         }),
       ]);
@@ -307,6 +310,19 @@ describe('the service process (node dist/main.js)', () => {
         5000,
       );
       expect(Date.now() - sent).toBeLessThan(1000);
+
+      // and one line when it has stopped, with how long it was up
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toBe(0);
+      expect(logLines().at(-1)).toEqual(
+        expect.objectContaining({
+          level: 30,
+          msg: expect.stringMatching(
+            /^plant store stopped after \d+ s up: every request in flight finished$/,
+          ) as unknown as string,
+          outcome: 'drained',
+        }),
+      );
     } finally {
       service.child.kill('SIGTERM');
       await service.exited;
@@ -524,6 +540,38 @@ describe('the service process (node dist/main.js)', () => {
       expect(warnings[0].msg).toContain('Name the proxies instead');
     } finally {
       service.child.kill('SIGKILL');
+    }
+  });
+});
+
+describeWithRedis('the service process with Redis and named proxies', () => {
+  it('names them in its start line', async () => {
+    const folder = makeTempFolder();
+    const redis = redisTestEnv();
+    const url = new URL(redis.REDIS_URL);
+    const service = await startServiceProcess({
+      ...redis,
+      DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+      LOG_LEVEL: 'info',
+      TRUST_PROXY: 'loopback, 10.0.0.0/8',
+    });
+    try {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const start = service
+        .output()
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as LogLine)
+        .find(({ msg }) => msg.includes(' listening at '));
+      expect(start?.msg).toMatch(
+        new RegExp(
+          `; rate limits in Redis at ${url.toString().replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; trusting the proxies at loopback, 10\\.0\\.0\\.0/8$`,
+        ),
+      );
+    } finally {
+      service.child.kill('SIGKILL');
+      folder.remove();
     }
   });
 });

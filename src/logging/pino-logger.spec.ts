@@ -167,9 +167,11 @@ describe('createRequestLogger', () => {
   it.each([
     [200, 30],
     [399, 30],
-    [400, 40],
-    [404, 40],
-    [499, 40],
+    // the client's doing, and routine: as a 200
+    [400, 30],
+    [404, 30],
+    [429, 30],
+    [499, 30],
     [500, 50],
     // the service saying it cannot serve now; the condition itself is logged once
     [503, 40],
@@ -177,6 +179,30 @@ describe('createRequestLogger', () => {
     const { lines } = logOne('info', {}, (response) => {
       response.statusCode = status;
     });
+    expect(lines).toEqual([
+      expect.objectContaining({ level, statusCode: status }),
+    ]);
+  });
+
+  it.each([
+    ['/health/live', 200, 20],
+    ['/health/ready', 200, 20],
+    ['/health/ready', 503, 40],
+    ['/plants', 200, 30],
+  ])('logs a probe of %s answering %i at level %i', (path, status, level) => {
+    const { logger, lines } = collectingLogger('debug');
+    const response = new FakeResponse();
+    createRequestLogger(logger, new Set(['/health/live', '/health/ready']))(
+      {
+        method: 'GET',
+        originalUrl: path,
+        headers: {},
+      } as unknown as RequestWithId,
+      response as unknown as Response,
+      jest.fn(),
+    );
+    response.statusCode = status;
+    response.emit('close');
     expect(lines).toEqual([
       expect.objectContaining({ level, statusCode: status }),
     ]);

@@ -100,7 +100,11 @@ const bufferedDestinations = new Set<ReturnType<typeof pino.destination>>();
  * pino-http or nestjs-pino, whose child logger per request and AsyncLocalStorage weighed more
  * than the rest of a trivial request (figures in bench/README.md).
  */
-export function createRequestLogger(logger: Pino) {
+export function createRequestLogger(
+  logger: Pino,
+  /** Paths an orchestrator probes every few seconds: their successes are logged at debug. */
+  probePaths: ReadonlySet<string> = new Set(),
+) {
   return function logRequest(
     request: RequestWithId,
     response: Response,
@@ -119,13 +123,18 @@ export function createRequestLogger(logger: Pino) {
       // a client that hung up is its own business: no status was sent unless headers were
       const aborted = !response.writableFinished;
       // 503 is the service saying it cannot serve now (shutting down, a dependency away),
-      // logged once as such; only other 5xx are errors
+      // logged once as such; only other 5xx are errors. A 4xx is the client's doing, and
+      // routine (a 401, a 429): info, as a 200. A probe that succeeds is no news: debug.
       const level =
         statusCode >= 500 && statusCode !== 503
           ? 'error'
-          : statusCode >= 400 || aborted
+          : aborted || statusCode === 503
             ? 'warn'
-            : 'info';
+            : isProbe(request, probePaths)
+              ? statusCode >= 400
+                ? 'warn'
+                : 'debug'
+              : 'info';
       if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {
@@ -143,6 +152,14 @@ export function createRequestLogger(logger: Pino) {
     });
     next();
   };
+}
+
+function isProbe(request: Request, probePaths: ReadonlySet<string>): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  const mark = request.originalUrl.indexOf('?');
+  return probePaths.has(
+    mark === -1 ? request.originalUrl : request.originalUrl.slice(0, mark),
+  );
 }
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -223,11 +240,8 @@ export class PinoNestLogger implements LoggerService {
   }
 }
 
-/**
- * The last words of a process that could not start, as one JSON line written before it exits:
- * a bad setting's message alone, anything else with its error.
- */
-export function logBootFailure(error: unknown, expected: boolean): void {
+/** Writes out what the buffered destinations hold: before the process exits. */
+export function flushLogs(): void {
   for (const destination of bufferedDestinations) {
     try {
       destination.flushSync();
@@ -235,6 +249,14 @@ export function logBootFailure(error: unknown, expected: boolean): void {
       // not open yet: nothing was written to it
     }
   }
+}
+
+/**
+ * The last words of a process that could not start, as one JSON line written before it exits:
+ * a bad setting's message alone, anything else with its error.
+ */
+export function logBootFailure(error: unknown, expected: boolean): void {
+  flushLogs();
   const logger = pino({}, pino.destination({ sync: true }));
   if (expected || !(error instanceof Error)) {
     // a line for each problem (every bad setting, say)

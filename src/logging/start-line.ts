@@ -1,0 +1,14 @@
+import type { TrustProxy } from '../config/environment';
+
+/** A URL as the log may show it: its password hidden. */
+export function hidePassword(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+/** Whose X-Forwarded-* headers are believed, as the start line says it. */
+export function describeTrustProxy(trust: TrustProxy): string {
+  if (trust === false) return 'trusting no proxy';
+  if (trust === true) return 'trusting any peer as a proxy';
+  if (typeof trust === 'number') return `trusting ${trust} proxy hops`;
+  return `trusting the proxies at ${trust.join(', ')}`;
+}
