@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
   ROOT,
-  type LogLine,
   runCliProcess,
   runServiceToExit,
   startServiceProcess,
@@ -225,10 +224,7 @@ describe('the service process (node dist/main.js)', () => {
       service.child.kill('SIGTERM');
       await service.exited;
       const warnings = service
-        .output()
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .lines()
         .filter(({ msg }) =>
           msg.includes('is not a setting of the plant store'),
         );
@@ -265,13 +261,7 @@ describe('the service process (node dist/main.js)', () => {
       folder.path,
     );
     try {
-      const logLines = () =>
-        service
-          .output()
-          .trim()
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line) as LogLine);
+      const logLines = () => service.lines();
       const url = `http://127.0.0.1:${service.port}`;
       // the readiness probes of startServiceProcess are logged too, at info
       await eventually(
@@ -364,11 +354,7 @@ describe('the service process (node dist/main.js)', () => {
     expect(await service.exited).toBe(0);
     await expect(viaNewConnection('/health/live')).rejects.toThrow();
 
-    const lines = service
-      .output()
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { level: number; msg: string });
+    const lines = service.lines();
     const warnings = lines.filter((line) => line.level === 40);
     expect(warnings.map((line) => line.msg)).toEqual([
       expect.stringMatching(
@@ -461,17 +447,7 @@ describe('the service process (node dist/main.js)', () => {
       service.child.kill('SIGTERM');
       await service.exited;
 
-      const logLines = service
-        .output()
-        .trim()
-        .split('\n')
-        .map(
-          (line) =>
-            JSON.parse(line) as {
-              reqId?: string;
-              statusCode?: number;
-            },
-        );
+      const logLines = service.lines();
       expect(
         logLines.some(
           (line) => line.reqId === 'trace-42' && line.statusCode === 200,
@@ -530,10 +506,7 @@ describe('the service process (node dist/main.js)', () => {
       service.child.kill('SIGTERM');
       await service.exited;
       const warnings = service
-        .output()
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .lines()
         .filter(({ msg }) => msg.startsWith('TRUST_PROXY=true believes'));
       expect(warnings).toHaveLength(1);
       expect(warnings[0].level).toBe(40);
@@ -559,10 +532,7 @@ describeWithRedis('the service process with Redis and named proxies', () => {
       service.child.kill('SIGTERM');
       await service.exited;
       const start = service
-        .output()
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as LogLine)
+        .lines()
         .find(({ msg }) => msg.includes(' listening at '));
       expect(start?.msg).toMatch(
         new RegExp(

@@ -5,6 +5,7 @@ import {
   DEFAULT_DATABASE_URL,
   parseEnvironment,
 } from './environment';
+import { withoutPassword } from './url-without-password';
 
 export { DEFAULT_DATABASE_URL };
 
@@ -101,9 +102,7 @@ export function describeDatabase(config: DatabaseConfig): string {
       ? 'SQLite in memory'
       : `SQLite ${resolve(config.sqlitePath)}`;
   }
-  const url = new URL(config.url);
-  if (url.password) url.password = '***';
-  return `PostgreSQL ${url.toString()}`;
+  return `PostgreSQL ${withoutPassword(config.url)}`;
 }
 
 export const databaseConfig = registerAs('database', () =>

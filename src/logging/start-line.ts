@@ -1,9 +1,7 @@
 import type { TrustProxy } from '../config/environment';
 
-/** A URL as the log may show it: its password hidden. */
-export function hidePassword(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
-}
+/** A URL as the log may show it: its password hidden, as the database's is. */
+export { withoutPassword as hidePassword } from '../config/url-without-password';
 
 /** Whose X-Forwarded-* headers are believed, as the start line says it. */
 export function describeTrustProxy(trust: TrustProxy): string {

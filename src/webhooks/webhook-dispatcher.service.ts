@@ -375,8 +375,8 @@ export class WebhookDispatcher
   /**
    * A receiver that fails failuresBeforePause attempts in a row, across deliveries, is paused
    * for pauseMs, then probed by one attempt; each failed probe doubles the pause, up to
-   * retryMaxDelayMs (or pauseMs, if longer). A success resumes it. The count is kept in the database, so that every
-   * instance sees the same receiver as the same.
+   * retryMaxDelayMs (or pauseMs, if longer). A success resumes it. The count is kept in the
+   * database, so that every instance sees the same receiver as the same.
    */
   private async followReceiver(
     subscription: WebhookSubscription,

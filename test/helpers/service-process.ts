@@ -24,6 +24,8 @@ export interface ServiceProcess {
   port: number;
   baseUrl: string;
   output: () => string;
+  /** The output so far, as log lines (each must be JSON). */
+  lines: () => LogLine[];
   /** Resolves with the exit code (or the signal's name) once the process has ended. */
   exited: Promise<number | string>;
 }
@@ -74,7 +76,14 @@ export async function startServiceProcess(
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return { child, port, baseUrl, output: () => output, exited };
+  return {
+    child,
+    port,
+    baseUrl,
+    output: () => output,
+    lines: () => logLinesOf(output),
+    exited,
+  };
 }
 
 export interface CliResult {
@@ -105,6 +114,15 @@ export function runCliProcess(
   };
 }
 
+/** A process's output, a JSON log line each. */
+function logLinesOf(output: string): LogLine[] {
+  return output
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LogLine);
+}
+
 export interface LogLine {
   level: number;
   msg: string;
@@ -126,12 +144,5 @@ export function runServiceToExit(
     timeout: 30_000,
   });
   const output = result.stdout + result.stderr;
-  return {
-    status: result.status,
-    output,
-    lines: output
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as LogLine),
-  };
+  return { status: result.status, output, lines: logLinesOf(output) };
 }
