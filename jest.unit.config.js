@@ -15,4 +15,6 @@ module.exports = {
   },
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: '.*\\.spec\\.ts$',
+  // the developer's settings never reach a test (test/helpers/hermetic-environment.ts)
+  setupFiles: ['<rootDir>/../test/helpers/hermetic-environment.ts'],
 };

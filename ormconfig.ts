@@ -12,7 +12,7 @@ ensureDatabaseFolder(config);
 /**
  * The TypeORM CLI's data source (`npm run migration:generate`). It finds every entity by its
  * file name, `*.entity.ts`, where the service has each module register its own with
- * TypeOrmModule.forFeature; a test (test/database-schema.e2e-spec.ts) keeps the two the same.
+ * TypeOrmModule.forFeature; a test (test/database-schema.slow-spec.ts) keeps the two the same.
  */
 export default new PortableDataSource({
   ...createDataSourceOptions(config, { exactIntegers: false }),

@@ -47,7 +47,9 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
   };
   // an empty file, which the CLI migrates: it creates no database of its own
   writeFileSync(join(folder, `${name}.sqlite`), '', { flag: 'a' });
+  // run in its own folder, so that the developer's .env (read from the working folder) stays out
   const token = execFileSync(node, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
+    cwd: folder,
     env: serviceEnv,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -60,6 +62,7 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service only
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const service = spawn(node, ['--max-old-space-size=192', ...nodeArgs, join(root, 'dist', 'main.js')], {
+    cwd: folder,
     env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

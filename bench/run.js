@@ -17,7 +17,7 @@ const {
 } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
 const { measureWebhookThroughput, printWebhookThroughput } = require('./webhook-throughput');
@@ -155,6 +155,8 @@ function readRssBytes(pid, field) {
 async function startServer(server, file, options) {
   const port = await freePort();
   const child = spawn(server.node ?? process.execPath, [...NODE_FLAGS, server.script], {
+    // the database's folder: never the developer's .env, which the service reads from its own
+    cwd: dirname(file),
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',

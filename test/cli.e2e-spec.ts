@@ -33,7 +33,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       .send({ id: nextId++, name: 'From the CLI' });
 
   it('creates a token with the plant scopes, printed alone on the last line', async () => {
-    const created = cli('tokens', 'create', '--name', 'deploy bot');
+    const created = await cli('tokens', 'create', '--name', 'deploy bot');
     expect(created.status).toBe(0);
     expect(created.lastLine).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
     expect(created.stdout).toContain('with scopes plants:read,plants:write\n');
@@ -47,7 +47,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   });
 
   it('grants webhooks:manage when --scopes names it', async () => {
-    const created = cli(
+    const created = await cli(
       'tokens',
       'create',
       '--name',
@@ -65,7 +65,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   });
 
   it('lists tokens with id, name, scopes, created, expires and last used, never the token', async () => {
-    const created = cli(
+    const created = await cli(
       'tokens',
       'create',
       '--name',
@@ -74,7 +74,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       '30d',
     );
     await createPlant(created.lastLine).expect(200);
-    const listed = cli('tokens', 'list');
+    const listed = await cli('tokens', 'list');
     expect(listed.status).toBe(0);
     const [header, ...rows] = listed.stdout.trimEnd().split('\n');
     expect(header.split(/\s{2,}/)).toEqual([
@@ -94,10 +94,10 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   });
 
   it('revokes a token, which the running service refuses within a second', async () => {
-    const created = cli('tokens', 'create', '--name', 'leaked');
+    const created = await cli('tokens', 'create', '--name', 'leaked');
     await createPlant(created.lastLine).expect(200);
     const id = /created token ([0-9a-f-]{36})/.exec(created.stdout)?.[1] ?? '';
-    const revoked = cli('tokens', 'revoke', id);
+    const revoked = await cli('tokens', 'revoke', id);
     const revokedAt = Date.now();
     expect(revoked.status).toBe(0);
     expect(revoked.stdout).toContain(`revoked token ${id}`);
@@ -109,13 +109,13 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(Date.now() - revokedAt).toBeLessThan(TOKEN_CACHE_TTL_MS + 250);
-    expect(cli('tokens', 'list').stdout).toMatch(
+    expect((await cli('tokens', 'list')).stdout).toMatch(
       new RegExp(`^${id}.*revoked`, 'm'),
     );
   });
 
-  it('fails when revoking a token that does not exist', () => {
-    const result = cli(
+  it('fails when revoking a token that does not exist', async () => {
+    const result = await cli(
       'tokens',
       'revoke',
       '00000000-0000-4000-8000-000000000000',
@@ -127,7 +127,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   });
 
   it('issues a token that expires', async () => {
-    const created = cli(
+    const created = await cli(
       'tokens',
       'create',
       '--name',
@@ -144,7 +144,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   it('refuses a lifetime beyond ten years before anything is written', async () => {
     const before = (await testApp.query('SELECT id FROM api_tokens')).length;
     for (const lifetime of ['3651d', '2920000d', '99999999999999d']) {
-      const result = cli(
+      const result = await cli(
         'tokens',
         'create',
         '--name',
@@ -160,7 +160,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     expect(await testApp.query('SELECT id FROM api_tokens')).toHaveLength(
       before,
     );
-    const longest = cli(
+    const longest = await cli(
       'tokens',
       'create',
       '--name',
@@ -173,7 +173,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   });
 
   it('lists tokens despite a row whose expiry is not a time, and honours no such token', async () => {
-    const created = cli('tokens', 'create', '--name', 'damaged');
+    const created = await cli('tokens', 'create', '--name', 'damaged');
     const [{ id }] = await testApp.query<{ id: string }>(
       "SELECT id FROM api_tokens WHERE name = 'damaged'",
     );
@@ -184,14 +184,14 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     db.close();
     await new Promise((resolve) => setTimeout(resolve, TOKEN_CACHE_TTL_MS));
 
-    const listed = cli('tokens', 'list');
+    const listed = await cli('tokens', 'list');
     expect(listed.status).toBe(0);
     expect(listed.stdout).toMatch(new RegExp(`${id}\\s+damaged.*unreadable`));
     await createPlant(created.lastLine).expect(401);
   });
 
   it('issues a read-only token, which gets 403 on POST /plants', async () => {
-    const created = cli(
+    const created = await cli(
       'tokens',
       'create',
       '--name',
@@ -214,14 +214,14 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       /expected a positive duration/,
     ],
     [['tokens', 'revoke', '7'], /expected an id as the list command shows it/],
-  ])('rejects %j with a message and a non-zero exit', (args, message) => {
-    const result = cli(...args);
+  ])('rejects %j with a message and a non-zero exit', async (args, message) => {
+    const result = await cli(...args);
     expect(result.status).not.toBe(0);
     expect(result.stderr).toMatch(message);
   });
 
-  it('names the database it works on, as an absolute path', () => {
-    const result = runCliProcess(
+  it('names the database it works on, as an absolute path', async () => {
+    const result = await runCliProcess(
       ['tokens', 'list'],
       { DATABASE_URL: 'sqlite:store.sqlite' },
       folder.path,
@@ -232,14 +232,18 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     );
   });
 
-  it('reads DATABASE_URL from .env in its working directory', () => {
+  it('reads DATABASE_URL from .env in its working directory', async () => {
     const elsewhere = makeTempFolder();
     try {
       writeFileSync(
         join(elsewhere.path, '.env'),
         `DATABASE_URL=${env.DATABASE_URL}\n`,
       );
-      const result = runCliProcess(['tokens', 'list'], {}, elsewhere.path);
+      const result = await runCliProcess(
+        ['tokens', 'list'],
+        {},
+        elsewhere.path,
+      );
       expect(result.status).toBe(0);
       expect(result.stderr).toBe(
         `database: SQLite ${join(folder.path, 'store.sqlite')}\n`,
@@ -249,10 +253,10 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     }
   });
 
-  it('refuses to create a database, saying where it looked and how to point it at the right one', () => {
+  it('refuses to create a database, saying where it looked and how to point it at the right one', async () => {
     const elsewhere = makeTempFolder();
     try {
-      const result = runCliProcess(
+      const result = await runCliProcess(
         ['tokens', 'create', '--name', 'lost'],
         {},
         elsewhere.path,

@@ -12,15 +12,13 @@ describe('faults of the service process', () => {
   let env: Record<string, string>;
   let token: string;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     folder = makeTempFolder();
     env = { DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}` };
     // the database the service will use, empty: the CLI migrates it but never creates one
     writeFileSync(join(folder.path, 'store.sqlite'), '');
-    token = runCliProcess(
-      ['tokens', 'create', '--name', 'faults'],
-      env,
-    ).lastLine;
+    token = (await runCliProcess(['tokens', 'create', '--name', 'faults'], env))
+      .lastLine;
   });
 
   afterEach(() => folder.remove());

@@ -140,7 +140,7 @@ describeWithPostgres('the service on PostgreSQL', () => {
   });
 
   it('works with the command-line tool on the same DATABASE_URL', async () => {
-    const created = runCliProcess(
+    const created = await runCliProcess(
       ['tokens', 'create', '--name', 'pg cli', '--scopes', 'plants:read'],
       {
         DATABASE_URL: database.url,
@@ -171,11 +171,11 @@ describeWithPostgres(
         LOG_LEVEL: 'info',
       });
 
-    it('does not start: one line naming the database and how to create it, and no retry', () => {
+    it('does not start: one line naming the database and how to create it, and no retry', async () => {
       const url = serverUrl();
       url.pathname = '/plant_store_never_created';
       const server = serverOf(url);
-      const { status, output, lines } = startOn(url);
+      const { status, output, lines } = await startOn(url);
       expect(status).toBe(1);
       expect(lines).toEqual([
         expect.objectContaining({
@@ -186,12 +186,12 @@ describeWithPostgres(
       expect(output).not.toContain('Retrying');
     });
 
-    it('does not start when PostgreSQL refuses its user: one line, the password never shown', () => {
+    it('does not start when PostgreSQL refuses its user: one line, the password never shown', async () => {
       const url = serverUrl();
       url.username = 'plant_store_no_such_role';
       url.password = 'hunter2';
       const server = serverOf(url);
-      const { status, output, lines } = startOn(url);
+      const { status, output, lines } = await startOn(url);
       expect(status).toBe(1);
       expect(lines).toEqual([
         expect.objectContaining({

@@ -34,9 +34,9 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
   it('delivers a create acknowledged just before SIGKILL once the service is back', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/hooks/plants`;
-    const added = cli('webhooks', 'add', '--url', url);
+    const added = await cli('webhooks', 'add', '--url', url);
     expect(added.status).toBe(0);
-    const token = cli('tokens', 'create', '--name', 'crash').lastLine;
+    const token = (await cli('tokens', 'create', '--name', 'crash')).lastLine;
 
     // the receiver is down: the delivery cannot have gone out before the kill
     const first = await startServiceProcess(env);
@@ -64,7 +64,7 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
       await second.exited;
       await receiver.close();
     }
-    const deliveries = cli('webhooks', 'deliveries');
+    const deliveries = await cli('webhooks', 'deliveries');
     expect(deliveries.stdout).toMatch(
       /msg_[0-9a-f]{32}\s+\S+\s+plant\.added\s+delivered\s+\d+\s+200\s+-/,
     );
@@ -73,13 +73,13 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
   it('adds, lists and removes subscriptions; the secret is shown once, on the last line', async () => {
     const receiver = await WebhookReceiver.start();
     try {
-      const added = cli('webhooks', 'add', '--url', receiver.url);
+      const added = await cli('webhooks', 'add', '--url', receiver.url);
       expect(added.status).toBe(0);
       expect(added.lastLine).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
       const id = /added webhook ([0-9a-f-]{36})/.exec(added.stdout)?.[1] ?? '';
 
       expect(added.stdout).toContain('receiving every event');
-      const deletions = cli(
+      const deletions = await cli(
         'webhooks',
         'add',
         '--url',
@@ -89,7 +89,7 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
       );
       expect(deletions.status).toBe(0);
 
-      const listed = cli('webhooks', 'list');
+      const listed = await cli('webhooks', 'list');
       expect(listed.stdout).toContain(id);
       expect(listed.stdout).toContain(receiver.url);
       expect(listed.stdout).not.toContain(added.lastLine);
@@ -100,10 +100,10 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
         new RegExp(`${id}\\s+\\S+\\s+every event\\s`),
       );
 
-      const removed = cli('webhooks', 'remove', id);
+      const removed = await cli('webhooks', 'remove', id);
       expect(removed.status).toBe(0);
-      expect(cli('webhooks', 'list').stdout).not.toContain(id);
-      const again = cli('webhooks', 'remove', id);
+      expect((await cli('webhooks', 'list')).stdout).not.toContain(id);
+      const again = await cli('webhooks', 'remove', id);
       expect(again.status).toBe(1);
       expect(again.stderr).toContain(`no active webhook with id ${id}`);
     } finally {
@@ -111,8 +111,8 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     }
   });
 
-  it('refuses a private URL without WEBHOOKS_ALLOW_PRIVATE_NETWORKS, saying how to allow it', () => {
-    const result = runCliProcess(
+  it('refuses a private URL without WEBHOOKS_ALLOW_PRIVATE_NETWORKS, saying how to allow it', async () => {
+    const result = await runCliProcess(
       ['webhooks', 'add', '--url', 'http://192.168.1.10/hook'],
       {
         DATABASE_URL: env.DATABASE_URL,
@@ -124,8 +124,8 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     );
   });
 
-  it('refuses an unknown event type, naming the known ones', () => {
-    const result = cli(
+  it('refuses an unknown event type, naming the known ones', async () => {
+    const result = await cli(
       'webhooks',
       'add',
       '--url',
@@ -139,8 +139,13 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     );
   });
 
-  it('refuses a URL that is not http or https', () => {
-    const result = cli('webhooks', 'add', '--url', 'ftp://example.test/hook');
+  it('refuses a URL that is not http or https', async () => {
+    const result = await cli(
+      'webhooks',
+      'add',
+      '--url',
+      'ftp://example.test/hook',
+    );
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
       'webhook URLs must use http or https, got ftp:',

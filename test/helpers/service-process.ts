@@ -1,10 +1,22 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = join(__dirname, '..', '..');
 export const MAIN = join(ROOT, 'dist', 'main.js');
 export const CLI = join(ROOT, 'dist', 'cli.js');
+
+/**
+ * The working folder of the processes tests start, unless a test names its own: an empty one,
+ * so that no process reads the developer's `.env` (the service reads it from its working
+ * folder) or writes its default database into the repository.
+ */
+export const NEUTRAL_CWD = mkdtempSync(join(tmpdir(), 'plant-store-cwd-'));
+process.once('exit', () =>
+  rmSync(NEUTRAL_CWD, { recursive: true, force: true }),
+);
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -36,7 +48,7 @@ export interface ServiceProcess {
  */
 export async function startServiceProcess(
   env: Record<string, string>,
-  cwd = ROOT,
+  cwd = NEUTRAL_CWD,
   main = MAIN,
 ): Promise<ServiceProcess> {
   const port = await freePort();
@@ -93,25 +105,41 @@ export interface CliResult {
   lastLine: string;
 }
 
-/** Runs `node dist/cli.js ...args` to the end. */
-export function runCliProcess(
+/**
+ * Runs `node` with `args` to the end, without blocking: a test's kept-alive connections and
+ * in-process servers go on being served meanwhile (spawnSync froze them, and a connection the
+ * service closed while the test was frozen was then reused: "other side closed").
+ */
+export function runNodeScript(
   args: string[],
   env: Record<string, string>,
-  cwd = ROOT,
-): CliResult {
-  const result = spawnSync(process.execPath, [CLI, ...args], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
+  cwd: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 60_000,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
   });
+}
+
+/** Runs `node dist/cli.js ...args` to the end. */
+export async function runCliProcess(
+  args: string[],
+  env: Record<string, string>,
+  cwd = NEUTRAL_CWD,
+): Promise<CliResult> {
+  const result = await runNodeScript([CLI, ...args], env, cwd);
   const lines = result.stdout.trimEnd().split('\n');
-  return {
-    status: result.status,
-    stdout: result.stdout,
-    stderr: result.stderr,
-    lastLine: lines[lines.length - 1],
-  };
+  return { ...result, lastLine: lines[lines.length - 1] };
 }
 
 /** A process's output, a JSON log line each. */
@@ -133,16 +161,11 @@ export interface LogLine {
  * Runs `node dist/main.js` with `env` (and PATH) until it exits by itself, as it does when it
  * cannot start: its exit status, its output, and that output as log lines (each must be JSON).
  */
-export function runServiceToExit(
+export async function runServiceToExit(
   env: Record<string, string>,
-  cwd = ROOT,
-): { status: number | null; output: string; lines: LogLine[] } {
-  const result = spawnSync(process.execPath, [MAIN], {
-    cwd,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
+  cwd = NEUTRAL_CWD,
+): Promise<{ status: number | null; output: string; lines: LogLine[] }> {
+  const result = await runNodeScript([MAIN], env, cwd);
   const output = result.stdout + result.stderr;
   return { status: result.status, output, lines: logLinesOf(output) };
 }
