@@ -30,7 +30,9 @@ const FOUNDATIONS = [
   'events',
   'http',
   'logging',
+  'metrics',
   'rate-limit',
+  'tracing',
 ];
 
 /** For files `depth` folders below src/, a relative import that leaves the foundations. */

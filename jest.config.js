@@ -22,24 +22,23 @@ const e2e = {
   // a mutation run's sandbox copies the repository there
   modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
   globalSetup: '<rootDir>/test/helpers/build-dist.ts',
+  // the developer's settings never reach a test (test/helpers/hermetic-environment.ts)
+  setupFiles: ['<rootDir>/test/helpers/hermetic-environment.ts'],
 };
 
 /** Suites about one engine, the built binaries or the machine, which run once, on SQLite. */
 const ENGINE_INDEPENDENT = [
-  'bench-smoke',
   'cli',
   'conventions',
-  'database-schema',
   'dependency-partitions',
   'deployment',
-  'docs-browser',
   'faults',
-  'multi-instance',
   'openapi',
   'postgres',
   'process',
   'rate-limit-shared',
-  'resource-schematic',
+  'tracing',
+  'readme',
   'typed-client-generated',
   'webhooks-process',
 ].map((name) => `<rootDir>/test/${name}\\.e2e-spec\\.ts$`);
@@ -72,7 +71,7 @@ if (problem === undefined || process.env.CI) {
     displayName: 'e2e-postgres',
     ...e2e,
     testPathIgnorePatterns: ['/node_modules/', ...ENGINE_INDEPENDENT],
-    setupFiles: ['<rootDir>/test/helpers/use-postgres.js'],
+    setupFiles: [...e2e.setupFiles, '<rootDir>/test/helpers/use-postgres.js'],
   });
 } else {
   process.stderr.write(
@@ -82,4 +81,8 @@ if (problem === undefined || process.env.CI) {
 }
 
 /** @type {import('jest').Config} */
-module.exports = { testTimeout: 60_000, projects };
+// two workers at least: most files wait on processes, sockets and timers, not on the CPU, so
+// even two cores run two files at once (docs/testing.md)
+const maxWorkers = Math.max(2, require('node:os').availableParallelism() - 1);
+
+module.exports = { testTimeout: 60_000, maxWorkers, projects };

@@ -12,6 +12,7 @@ import { databaseConfig } from './config/database.config';
 import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { PlantsModule } from './plants/plants.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -23,6 +24,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
       load: [appConfig, databaseConfig, webhooksConfig],
     }),
     ShutdownModule,
+    MetricsModule,
     DatabaseModule,
     AuthModule,
     // feature modules

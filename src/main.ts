@@ -1,3 +1,5 @@
+// first: tracing, when asked for, must be in place before anything loads http or express
+import './tracing/register';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -8,6 +10,8 @@ import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment, unknownSettingWarnings } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './http/shutdown-gate';
+import { MetricsServer } from './metrics/metrics-server';
+import { tracing } from './tracing/tracing';
 import { describeTrustProxy, hidePassword } from './logging/start-line';
 import {
   flushLogs,
@@ -68,6 +72,11 @@ async function bootstrap(): Promise<void> {
     ? `in Redis at ${hidePassword(config.rateLimit.redisUrl)}`
     : 'in memory';
   const proxies = describeTrustProxy(config.trustProxy);
+  const metricsPort = app.get(MetricsServer).port();
+  const metrics =
+    metricsPort === undefined
+      ? 'no metrics (METRICS_PORT unset)'
+      : `metrics at ${localUrl(config.host, metricsPort)}/metrics`;
   const version = packageVersion();
   new Logger('PlantStore').log(
     {
@@ -77,10 +86,11 @@ async function bootstrap(): Promise<void> {
       database,
       rateLimits,
       trustProxy: proxies,
+      metrics,
       version,
       node: process.version,
     },
-    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits ${rateLimits}; ${proxies}`,
+    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits ${rateLimits}; ${proxies}; ${metrics}`,
   );
 
   if (config.trustProxy === true || typeof config.trustProxy === 'number') {
@@ -108,7 +118,10 @@ async function bootstrap(): Promise<void> {
             `plant store stopped after ${uptime} s up: ${outcome === 'drained' ? 'every request in flight finished' : 'requests still in flight were cut'}`,
           );
           flushLogs();
-          process.exit(outcome === 'drained' ? 0 : 1);
+          // the spans still buffered go out before the process does
+          void (tracing.stop?.() ?? Promise.resolve())
+            .catch(() => undefined)
+            .then(() => process.exit(outcome === 'drained' ? 0 : 1));
         },
         (error: unknown) => {
           new Logger('Shutdown').error(error, 'shutdown failed');

@@ -16,6 +16,8 @@ import {
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
 import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
+import { Metrics } from './metrics/metrics';
+import { recordRequests } from './metrics/request-metrics';
 
 /** Modules added beside AppModule: a test's fixture module (test/fixtures/). */
 export interface CreateAppOptions {
@@ -37,15 +39,19 @@ export async function createApp({
       ? AppModule
       : { module: AppModule, imports: [...imports] };
   // JSON from the first line, boot included: no line in Nest's own format
-  const app = await NestFactory.create<NestExpressApplication>(
-    root,
-    new HardenedExpressAdapter(config),
-    {
-      bodyParser: false,
-      logger: new PinoNestLogger(logger),
-      abortOnError: false,
-    },
-  );
+  const adapter = new HardenedExpressAdapter(config);
+  const app = await NestFactory.create<NestExpressApplication>(root, adapter, {
+    bodyParser: false,
+    logger: new PinoNestLogger(logger),
+    abortOnError: false,
+  });
+  const metrics = app.get(Metrics);
+  if (metrics.enabled) {
+    // first, so that every answer counts, the shutdown gate's and the rate limits' included
+    app.use(recordRequests(metrics));
+    adapter.onRefusedConnection = () =>
+      metrics.rateLimitRejections.inc({ limit: 'connections' });
+  }
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)

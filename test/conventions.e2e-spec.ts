@@ -115,7 +115,7 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
     (label) => {
       expect(messagesOf.get(label)).toEqual([
         expect.stringMatching(
-          /^@typescript-eslint\/no-restricted-imports: .*common, config, database, events, http, logging, rate-limit are the foundations every module builds on: they import none of the feature folders/,
+          /^@typescript-eslint\/no-restricted-imports: .*common, config, database, events, http, logging, metrics, rate-limit, tracing are the foundations every module builds on: they import none of the feature folders/,
         ),
       ]);
     },

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { gte, intersects, minVersion, satisfies } from 'semver';
@@ -15,6 +15,7 @@ interface ComposeService {
   volumes?: string[];
   healthcheck?: { test?: string[] };
   depends_on?: Record<string, { condition?: string }>;
+  profiles?: string[];
 }
 
 describe('docker-compose.yml', () => {
@@ -48,6 +49,61 @@ describe('docker-compose.yml', () => {
 
   it('says how to run several replicas', () => {
     expect(text).toMatch(/^# .*--scale app=\d/m);
+  });
+
+  it('adds Prometheus, scraping METRICS_PORT, and Grafana with the dashboard, under --profile observability', () => {
+    const { prometheus, grafana } = compose.services;
+    expect(prometheus.profiles).toEqual(['observability']);
+    expect(grafana.profiles).toEqual(['observability']);
+    expect(text).toMatch(/^# .*--profile observability up/m);
+    const port = app.environment?.METRICS_PORT;
+    expect(port).toMatch(/^\d+$/);
+    const mounted = (service: ComposeService) =>
+      (service.volumes ?? []).map((volume) => {
+        const [from, to] = volume.split(':');
+        expect(existsSync(join(ROOT, from))).toBe(true);
+        return { from, to };
+      });
+    const [config] = mounted(prometheus);
+    expect(config.to).toBe('/etc/prometheus/prometheus.yml');
+    const scrape = load(readFileSync(join(ROOT, config.from), 'utf8')) as {
+      scrape_configs: { static_configs: { targets: string[] }[] }[];
+    };
+    expect(scrape.scrape_configs[0].static_configs[0].targets).toEqual([
+      `app:${port}`,
+    ]);
+    const grafanaMounts = mounted(grafana);
+    expect(grafanaMounts).toEqual(
+      expect.arrayContaining([
+        {
+          from: './deploy/grafana/provisioning',
+          to: '/etc/grafana/provisioning',
+        },
+        {
+          from: './deploy/grafana/plant-store.json',
+          to: '/var/lib/grafana/dashboards/plant-store.json',
+        },
+      ]),
+    );
+    const provider = load(
+      readFileSync(
+        join(ROOT, 'deploy/grafana/provisioning/dashboards/plant-store.yml'),
+        'utf8',
+      ),
+    ) as { providers: { options: { path: string } }[] };
+    expect(provider.providers[0].options.path).toBe(
+      '/var/lib/grafana/dashboards',
+    );
+    const source = load(
+      readFileSync(
+        join(ROOT, 'deploy/grafana/provisioning/datasources/prometheus.yml'),
+        'utf8',
+      ),
+    ) as { datasources: { type: string; url: string }[] };
+    expect(source.datasources[0]).toMatchObject({
+      type: 'prometheus',
+      url: 'http://prometheus:9090',
+    });
   });
 });
 
@@ -196,9 +252,11 @@ describe('Node versions', () => {
   });
 });
 
-describe("README's Kubernetes example", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const block = /^## Operating it[\s\S]*?```yaml\n([\s\S]*?)```/m.exec(readme);
+describe("docs/operations.md's Kubernetes example", () => {
+  const operations = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+  const block = /^## In production[\s\S]*?```yaml\n([\s\S]*?)```/m.exec(
+    operations,
+  );
   const deployment = load(block?.[1] ?? '') as {
     spec: {
       template: {

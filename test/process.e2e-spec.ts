@@ -6,6 +6,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
+  freePort,
   ROOT,
   runCliProcess,
   runServiceToExit,
@@ -83,8 +84,8 @@ describe('the service process (node dist/main.js)', () => {
     ],
   ])(
     'refuses to start when %s is %j, with one JSON line naming it',
-    (name, value, message) => {
-      const { status, lines } = runServiceToExit(
+    async (name, value, message) => {
+      const { status, lines } = await runServiceToExit(
         { [name]: value },
         folder.path,
       );
@@ -126,7 +127,7 @@ describe('the service process (node dist/main.js)', () => {
     );
     try {
       const port = (holder.address() as AddressInfo).port;
-      const { status, output, lines } = runServiceToExit(
+      const { status, output, lines } = await runServiceToExit(
         { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' },
         folder.path,
       );
@@ -144,11 +145,74 @@ describe('the service process (node dist/main.js)', () => {
     }
   });
 
-  it('says in one line, and exits 1, when its database cannot be written', () => {
+  it('says in one line, and exits 1, when METRICS_PORT is in use', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) =>
+      holder.listen(0, '127.0.0.1', resolve),
+    );
+    try {
+      const port = (holder.address() as AddressInfo).port;
+      const { status, lines } = await runServiceToExit(
+        {
+          HOST: '127.0.0.1',
+          PORT: '0',
+          METRICS_PORT: String(port),
+          DATABASE_URL: 'sqlite::memory:',
+        },
+        folder.path,
+      );
+      expect(status).toBe(1);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: 60,
+          msg: `the service could not start: METRICS_PORT ${port} on 127.0.0.1 is in use by another process: stop it, or set METRICS_PORT to a free port`,
+        }),
+      ]);
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('names where its metrics are in its start line, and serves them there', async () => {
+    const metricsPort = await freePort();
+    const service = await startServiceProcess(
+      {
+        LOG_LEVEL: 'info',
+        DATABASE_URL: 'sqlite::memory:',
+        METRICS_PORT: String(metricsPort),
+      },
+      folder.path,
+    );
+    try {
+      const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+      await eventually(
+        () => service.lines().find(({ msg }) => msg.includes(' listening at ')),
+        (line) => line !== undefined,
+        5000,
+      );
+      const start = service
+        .lines()
+        .find(({ msg }) => msg.includes(' listening at '));
+      expect(start).toMatchObject({
+        metrics: `metrics at ${metricsUrl}`,
+        msg: expect.stringMatching(new RegExp(`; metrics at ${metricsUrl}$`)),
+      });
+      const scraped = await fetch(metricsUrl);
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toContain(
+        'http_server_request_duration_seconds_count{http_request_method="GET",http_route="/health/live",http_response_status_code="200"}',
+      );
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  });
+
+  it('says in one line, and exits 1, when its database cannot be written', async () => {
     const notAFolder = join(folder.path, 'a-file');
     writeFileSync(notAFolder, '');
     const database = join(notAFolder, 'plant-store.sqlite');
-    const { status, lines } = runServiceToExit(
+    const { status, lines } = await runServiceToExit(
       { DATABASE_URL: `sqlite:${database}`, LOG_LEVEL: 'info' },
       folder.path,
     );
@@ -185,9 +249,9 @@ describe('the service process (node dist/main.js)', () => {
     }
   });
 
-  it('reports every bad value before it stops, a line each', () => {
+  it('reports every bad value before it stops, a line each', async () => {
     writeFileSync(join(folder.path, '.env'), 'BODY_LIMIT=huge\n');
-    const { status, lines } = runServiceToExit(
+    const { status, lines } = await runServiceToExit(
       { PORT: 'eighty', LOG_LEVEL: 'loud' },
       folder.path,
     );
@@ -243,9 +307,9 @@ describe('the service process (node dist/main.js)', () => {
     }
   });
 
-  it('stops at a bad value in .env with one line naming the variable and the file', () => {
+  it('stops at a bad value in .env with one line naming the variable and the file', async () => {
     writeFileSync(join(folder.path, '.env'), 'BODY_LIMIT=huge\n');
-    const { status, lines } = runServiceToExit({}, folder.path);
+    const { status, lines } = await runServiceToExit({}, folder.path);
     expect(status).toBe(1);
     expect(lines).toEqual([
       expect.objectContaining({
@@ -255,7 +319,7 @@ describe('the service process (node dist/main.js)', () => {
     ]);
   });
 
-  it('says one line when it is up, naming its URL, docs, database, rate limits, proxies and version, writes each line within a second, and one line when it stops', async () => {
+  it('says one line when it is up, naming its URL, docs, database, rate limits, proxies, metrics and version, writes each line within a second, and one line when it stops', async () => {
     const service = await startServiceProcess(
       { LOG_LEVEL: 'info', DATABASE_URL: 'sqlite:store.sqlite' },
       folder.path,
@@ -279,12 +343,13 @@ describe('the service process (node dist/main.js)', () => {
       expect(started).toEqual([
         expect.objectContaining({
           level: 30,
-          msg: `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits in memory; trusting no proxy`,
+          msg: `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits in memory; trusting no proxy; no metrics (METRICS_PORT unset)`,
           url,
           docs: `${url}/docs`,
           database,
           rateLimits: 'in memory',
           trustProxy: 'trusting no proxy',
+          metrics: 'no metrics (METRICS_PORT unset)',
           version,
         }),
       ]);
@@ -371,9 +436,11 @@ describe('the service process (node dist/main.js)', () => {
     const databaseUrl = `sqlite:${join(folder.path, 'store.sqlite')}`;
     // the service creates its database; the CLI issues a token in it
     const service = await startServiceProcess({ DATABASE_URL: databaseUrl });
-    const token = runCliProcess(['tokens', 'create', '--name', 'shutdown'], {
-      DATABASE_URL: databaseUrl,
-    }).lastLine;
+    const token = (
+      await runCliProcess(['tokens', 'create', '--name', 'shutdown'], {
+        DATABASE_URL: databaseUrl,
+      })
+    ).lastLine;
     const body = JSON.stringify({ id: 1, name: 'Last one in' });
 
     // headers and half the body are sent before SIGTERM; the rest after it
@@ -425,9 +492,11 @@ describe('the service process (node dist/main.js)', () => {
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: 'info',
     });
-    const token = runCliProcess(['tokens', 'create', '--name', 'logged'], {
-      DATABASE_URL: databaseUrl,
-    }).lastLine;
+    const token = (
+      await runCliProcess(['tokens', 'create', '--name', 'logged'], {
+        DATABASE_URL: databaseUrl,
+      })
+    ).lastLine;
     try {
       const post = (authorization: string) =>
         fetch(`${service.baseUrl}/plants`, {
@@ -536,7 +605,7 @@ describeWithRedis('the service process with Redis and named proxies', () => {
         .find(({ msg }) => msg.includes(' listening at '));
       expect(start?.msg).toMatch(
         new RegExp(
-          `; rate limits in Redis at ${url.toString().replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; trusting the proxies at loopback, 10\\.0\\.0\\.0/8$`,
+          `; rate limits in Redis at ${url.toString().replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}; trusting the proxies at loopback, 10\\.0\\.0\\.0/8; no metrics`,
         ),
       );
     } finally {

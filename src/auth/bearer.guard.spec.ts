@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { Metrics } from '../metrics/metrics';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import type { ApiToken } from './api-token.entity';
 import { BearerGuard } from './bearer.guard';
@@ -17,7 +18,7 @@ describe('BearerGuard', () => {
     const reflector = {
       getAllAndOverride: (key: string) => metadata[key],
     } as unknown as Reflector;
-    guard = new BearerGuard(reflector);
+    guard = new BearerGuard(reflector, new Metrics(false));
   });
 
   /** A request as RequestAdmission leaves it: `bearer` is the token it proved, or null. */

@@ -12,6 +12,7 @@ import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import type { AdmittedRequest } from './request-admission';
 import type { Scope } from './scopes';
+import { Metrics } from '../metrics/metrics';
 
 const REALM = 'realm="plant-store"';
 
@@ -23,7 +24,10 @@ const REALM = 'realm="plant-store"';
  */
 @Injectable()
 export class BearerGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector) {}
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly metrics: Metrics,
+  ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const targets = [context.getHandler(), context.getClass()];
@@ -32,18 +36,22 @@ export class BearerGuard implements CanActivate {
     }
     const request = context.switchToHttp().getRequest<AdmittedRequest>();
     if (request.headers.authorization === undefined) {
+      this.metrics.authenticationFailures.inc({ reason: 'missing' });
       throw unauthorized(AUTH_MESSAGES.missingToken, `Bearer ${REALM}`);
     }
     if (bearerTokenOf(request) === undefined) {
+      const empty = hasEmptyBearer(request);
+      this.metrics.authenticationFailures.inc({
+        reason: empty ? 'empty' : 'not_bearer',
+      });
       throw unauthorized(
-        hasEmptyBearer(request)
-          ? AUTH_MESSAGES.emptyToken
-          : AUTH_MESSAGES.notBearer,
+        empty ? AUTH_MESSAGES.emptyToken : AUTH_MESSAGES.notBearer,
         `Bearer ${REALM}`,
       );
     }
     const token = request.bearer;
     if (!token) {
+      this.metrics.authenticationFailures.inc({ reason: 'rejected' });
       throw unauthorized(
         AUTH_MESSAGES.rejectedToken,
         `Bearer ${REALM}, error="invalid_token"`,
@@ -54,6 +62,7 @@ export class BearerGuard implements CanActivate {
       targets,
     );
     if (!required || required.length === 0) {
+      this.metrics.authenticationFailures.inc({ reason: 'insufficient_scope' });
       throw new HttpErrorWithHeaders(
         HttpStatus.FORBIDDEN,
         'this operation declares no access, so no token may call it',
@@ -62,6 +71,7 @@ export class BearerGuard implements CanActivate {
     }
     const missing = required.filter((scope) => !token.scopes.includes(scope));
     if (missing.length > 0) {
+      this.metrics.authenticationFailures.inc({ reason: 'insufficient_scope' });
       throw new HttpErrorWithHeaders(
         HttpStatus.FORBIDDEN,
         lacksScopesMessage(missing),

@@ -35,6 +35,8 @@ export interface AppConfig {
    * before it closes: a load balancer still sends new connections until it has seen that.
    */
   shutdownDelayMs: number;
+  /** Where Prometheus scrapes `/metrics`, on HOST; undefined: no metrics are served. */
+  metricsPort?: number;
   rateLimit: RateLimitConfig;
 }
 
@@ -73,6 +75,7 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
     maxConnectionsPerAddress: read.MAX_CONNECTIONS_PER_ADDRESS,
     shutdownGracePeriodMs: read.SHUTDOWN_GRACE_PERIOD,
     shutdownDelayMs: read.SHUTDOWN_DELAY,
+    metricsPort: read.METRICS_PORT,
     rateLimit: {
       redisUrl: read.REDIS_URL,
       redisKeyPrefix: read.REDIS_KEY_PREFIX,

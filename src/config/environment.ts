@@ -256,7 +256,7 @@ const MiB = 1024 ** 2;
 
 /**
  * Every variable the service and its CLI read, once: its form, its default and its meaning.
- * `.env.example` is written from this (a test keeps it so), and README's table follows it.
+ * `.env.example` is written from this (a test keeps it so), and docs/configuration.md follows it.
  */
 export const ENVIRONMENT_SCHEMA = z.object({
   PORT: variable(integer(0, 65535), '3000', 'TCP port to listen on'),
@@ -274,6 +274,11 @@ export const ENVIRONMENT_SCHEMA = z.object({
     trustProxy,
     'false',
     'Proxies whose X-Forwarded-* headers are believed: false, true, a hop count, or addresses and CIDRs',
+  ),
+  METRICS_PORT: variable(
+    integer(0, 65535),
+    undefined,
+    'Port of the Prometheus metrics (GET /metrics), apart from the API; unset, none are served',
   ),
   LOG_LEVEL: variable(
     choice(LOG_LEVELS),
@@ -553,17 +558,28 @@ export function loadEnvironment(
   env: NodeJS.ProcessEnv = process.env,
   file = resolve('.env'),
 ): Environment {
-  if (existsSync(file)) {
-    const fromFile = parseEnv(readFileSync(file, 'utf8'));
-    const sources = SOURCES.get(env) ?? new Map<string, string>();
-    for (const [name, value] of Object.entries(fromFile)) {
-      if (env[name] !== undefined) continue;
-      env[name] = value;
-      sources.set(name, file);
-    }
-    SOURCES.set(env, sources);
-  }
+  mergeEnvFile(env, file);
   return parseEnvironment(env);
+}
+
+/**
+ * The variables of `.env` that the environment does not set, put into it, unchecked: for what
+ * must read them before anything else loads (tracing), and for loadEnvironment, which checks
+ * them. Merging twice changes nothing.
+ */
+export function mergeEnvFile(
+  env: NodeJS.ProcessEnv = process.env,
+  file = resolve('.env'),
+): void {
+  if (!existsSync(file)) return;
+  const fromFile = parseEnv(readFileSync(file, 'utf8'));
+  const sources = SOURCES.get(env) ?? new Map<string, string>();
+  for (const [name, value] of Object.entries(fromFile)) {
+    if (env[name] !== undefined) continue;
+    env[name] = value;
+    sources.set(name, file);
+  }
+  SOURCES.set(env, sources);
 }
 
 /** `.env.example`: every variable, commented out at its default, under its meaning. */

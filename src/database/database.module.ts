@@ -16,6 +16,7 @@ import {
   ensureDatabaseFolder,
 } from './data-source-options';
 import { DatabaseAvailability } from './database-availability';
+import { DatabaseMetrics } from './database-metrics';
 import { PortableDataSource } from './portable-data-source';
 
 /**
@@ -51,7 +52,7 @@ function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
  */
 @Global()
 @Module({
-  providers: [DatabaseAvailability],
+  providers: [DatabaseAvailability, DatabaseMetrics],
   exports: [DatabaseAvailability],
   imports: [
     TypeOrmModule.forRootAsync({

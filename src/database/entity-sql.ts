@@ -7,7 +7,10 @@ import type {
 } from 'typeorm';
 import { DuplicateKeyError, uniqueKeyColumnsOf } from './database-errors';
 import { NumberedPlaceholders } from './numbered-placeholders';
-import { transactionRunnerOf } from './portable-data-source';
+import {
+  PortableDataSource,
+  transactionRunnerOf,
+} from './portable-data-source';
 
 /**
  * Hand-written SQL for an entity, for the queries on a request's hot path, where the cost of
@@ -102,7 +105,7 @@ export class EntitySql<Entity extends ObjectLiteral> {
   /**
    * Through a query runner, for results of the same shape on every engine (`DataSource.query`
    * answers a DELETE with rows on one and `[rows, count]` on the other). Inside a transaction,
-   * its runner; elsewhere the driver's, not `DataSource.createQueryRunner`, which also builds
+   * its runner; elsewhere the driver's (`createPlainQueryRunner`), not `DataSource.createQueryRunner`, which also builds
    * an EntityManager per call that plain SQL never uses.
    */
   private async run(text: string, values: unknown[]): Promise<QueryResult> {
@@ -111,7 +114,10 @@ export class EntitySql<Entity extends ObjectLiteral> {
       : [text, values];
     const joined = transactionRunnerOf(this.dataSource);
     if (joined) return joined.query(sql, parameters, true);
-    const runner = this.dataSource.driver.createQueryRunner('master');
+    const runner =
+      this.dataSource instanceof PortableDataSource
+        ? this.dataSource.createPlainQueryRunner()
+        : this.dataSource.driver.createQueryRunner('master');
     try {
       return await runner.query(sql, parameters, true);
     } finally {

@@ -6,6 +6,7 @@ import {
   type Migration,
   type QueryRunner,
 } from 'typeorm';
+import { tracing } from '../tracing/tracing';
 import { ConnectionGate } from './connection-gate';
 import {
   explainConnectFailure,
@@ -86,6 +87,26 @@ export class PortableDataSource extends DataSource {
   /** The shared runner's own `query`, run at once when `holds()`, through the gate otherwise. */
   private gatedQuery?: (holds: () => boolean) => QueryRunner['query'];
 
+  /**
+   * Wrapped around every statement while there are any (DatabaseMetrics times them, tracing
+   * gives each a span); with none, a statement costs one array length more.
+   */
+  readonly statementWrappers: StatementWrapper[] = [];
+
+  /** `run`, inside statementWrappers. */
+  private observed(run: QueryRunner['query']): QueryRunner['query'] {
+    return ((...args: Parameters<QueryRunner['query']>) => {
+      const wrappers = this.statementWrappers;
+      if (wrappers.length === 0) return run(...args);
+      let call = (): Promise<unknown> => run(...args);
+      for (const wrap of wrappers) {
+        const inner = call;
+        call = () => wrap(args[0], inner);
+      }
+      return call();
+    }) as QueryRunner['query'];
+  }
+
   /** A server that refuses us at start is reported in one line saying what to fix. */
   override async initialize(): Promise<this> {
     try {
@@ -96,6 +117,7 @@ export class PortableDataSource extends DataSource {
       throw (url && explainConnectFailure(error, url)) || error;
     }
     if (this.options.type === 'better-sqlite3') this.gateSqliteConnection();
+    if (tracing.tracer) this.statementWrappers.push(statementSpans(this));
     return this;
   }
 
@@ -210,7 +232,24 @@ export class PortableDataSource extends DataSource {
   ): QueryRunner {
     const joined = transactionRunnerOf(this);
     if (joined) return joined;
-    return this.gate ? this.sqliteSession() : super.createQueryRunner(mode);
+    if (this.gate) return this.sqliteSession();
+    const runner = super.createQueryRunner(mode);
+    if (this.statementWrappers.length > 0) {
+      runner.query = this.observed(runner.query.bind(runner));
+    }
+    return runner;
+  }
+
+  /**
+   * The driver's runner, for plain SQL outside a transaction (EntitySql): without the
+   * EntityManager that `createQueryRunner` builds per call, and timed like every statement.
+   */
+  createPlainQueryRunner(): QueryRunner {
+    const runner = this.driver.createQueryRunner('master');
+    if (this.statementWrappers.length > 0 && !this.gate) {
+      runner.query = this.observed(runner.query.bind(runner));
+    }
+    return runner;
   }
 
   /**
@@ -220,7 +259,7 @@ export class PortableDataSource extends DataSource {
   private gateSqliteConnection(): void {
     const gate = new ConnectionGate();
     const shared = this.driver.createQueryRunner('master');
-    const run = shared.query.bind(shared);
+    const run = this.observed(shared.query.bind(shared));
     const gatedQuery = (holds: () => boolean) =>
       ((sql: string, parameters?: unknown[], structured?: boolean) =>
         holds()
@@ -339,4 +378,48 @@ export class PortableDataSource extends DataSource {
       }
     }
   }
+}
+
+/** Runs a statement (`run`), doing something around it: timing it, giving it a span. */
+export type StatementWrapper = (
+  sql: string,
+  run: () => Promise<unknown>,
+) => Promise<unknown>;
+
+/** The database system, as OpenTelemetry names it (`db.system.name`). */
+export function databaseSystemOf(dataSource: DataSource): string {
+  return dataSource.options.type === 'postgres' ? 'postgresql' : 'sqlite';
+}
+
+/** A span for each statement, named by its operation (`SELECT`), its text without values. */
+function statementSpans(dataSource: DataSource): StatementWrapper {
+  const tracer = tracing.tracer!;
+  const system = databaseSystemOf(dataSource);
+  return (sql, run) => {
+    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? system;
+    return tracer.startActiveSpan(
+      operation,
+      {
+        kind: tracing.clientKind,
+        attributes: {
+          'db.system.name': system,
+          'db.operation.name': operation,
+          'db.query.text': sql,
+        },
+      },
+      (span) =>
+        run().then(
+          (result) => {
+            span.end();
+            return result;
+          },
+          (error: unknown) => {
+            span.recordException(error as Error);
+            span.setStatus({ code: 2 /* SpanStatusCode.ERROR */ });
+            span.end();
+            throw error;
+          },
+        ),
+    );
+  };
 }

@@ -43,6 +43,9 @@ function errorAnswer(status: number, reason: string, message: string): string {
  * connections) get the Error shape too, not Node's bare status line.
  */
 export class HardenedExpressAdapter extends ExpressAdapter {
+  /** Told of each connection refused past MAX_CONNECTIONS_PER_ADDRESS (metrics). */
+  onRefusedConnection?: () => void;
+
   constructor(private readonly config: AppConfig) {
     super();
   }
@@ -77,6 +80,7 @@ export class HardenedExpressAdapter extends ExpressAdapter {
       // with TRUST_PROXY=true or a hop count every peer would be, and no one capped
       (address) =>
         Array.isArray(this.config.trustProxy) && this.trustsProxyAt(address),
+      () => this.onRefusedConnection?.(),
     );
     this.setHttpServer(server);
   }
@@ -114,6 +118,7 @@ function limitConnectionsPerAddress(
   server: Server,
   cap: number,
   exempt: (address: string) => boolean,
+  refused: () => void,
 ): void {
   if (cap === 0) return;
   const open = new Map<string, number>();
@@ -126,6 +131,7 @@ function limitConnectionsPerAddress(
     if (exempt(address)) return serveHttp.call(server, socket);
     const count = (open.get(address) ?? 0) + 1;
     if (count > cap) {
+      refused();
       socket.on('error', () => socket.destroy());
       socket.end(
         errorAnswer(429, 'Too Many Requests', tooManyConnectionsMessage(cap)),

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import pino, { type Logger as Pino } from 'pino';
 import { TOKEN_ANYWHERE } from '../http/token-format';
 import type { AppConfig } from '../config/app.config';
+import { tracing } from '../tracing/tracing';
 
 const REQUEST_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -85,7 +86,15 @@ export function createRootLogger(config: AppConfig): Pino {
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
   });
   bufferedDestinations.add(destination);
-  return pino({ level: config.logLevel }, destination);
+  // with tracing on, every line written inside a span names its trace and span
+  const activeIds = tracing.activeIds;
+  return pino(
+    {
+      level: config.logLevel,
+      ...(activeIds && { mixin: () => activeIds() ?? {} }),
+    },
+    destination,
+  );
 }
 
 /** The longest a log line waits in the buffer. */
@@ -118,6 +127,8 @@ export function createRequestLogger(
     request.id = id;
     response.setHeader('X-Request-Id', id);
     const started = performance.now();
+    // the request's span, taken now: the line is written once it has ended
+    const traceIds = tracing.activeIds?.();
     response.once('close', () => {
       const statusCode = response.statusCode;
       // a client that hung up is its own business: no status was sent unless headers were
@@ -146,6 +157,7 @@ export function createRequestLogger(
           ...(aborted && !response.headersSent ? {} : { statusCode }),
           responseTime: Math.round(performance.now() - started),
           ...(aborted ? { aborted: true } : {}),
+          ...traceIds,
         },
         aborted ? 'request aborted by the client' : 'request completed',
       );

@@ -2,6 +2,7 @@ import { HttpStatus, Inject, Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
+import { Metrics } from '../metrics/metrics';
 import { RateLimitCounters, type Count } from './rate-limit-counters';
 
 /** The 429 of every limit, with `Retry-After` in whole seconds. */
@@ -29,6 +30,7 @@ export class RateLimiter {
   constructor(
     private readonly counters: RateLimitCounters,
     @Inject(appConfig.KEY) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   /**
@@ -48,7 +50,12 @@ export class RateLimiter {
     response.setHeader('RateLimit-Limit', limit);
     response.setHeader('RateLimit-Remaining', Math.max(0, limit - count.hits));
     response.setHeader('RateLimit-Reset', Math.ceil(count.resetMs / 1000));
-    if (count.blockedMs > 0) throw tooManyRequests(count.blockedMs, 'requests');
+    if (count.blockedMs > 0) {
+      this.metrics.rateLimitRejections.inc({
+        limit: 'tokenId' in payer ? 'token' : 'address',
+      });
+      throw tooManyRequests(count.blockedMs, 'requests');
+    }
   }
 
   /**
@@ -60,6 +67,7 @@ export class RateLimiter {
       this.counters.blockedFor(rejectedTokensKey(address)),
     );
     if (blockedMs) {
+      this.metrics.rateLimitRejections.inc({ limit: 'blocked_address' });
       throw tooManyRequests(blockedMs, REJECTED_TOKENS);
     }
   }
@@ -78,6 +86,7 @@ export class RateLimiter {
       }),
     );
     if (count && count.blockedMs > 0) {
+      this.metrics.rateLimitRejections.inc({ limit: 'rejected_tokens' });
       throw tooManyRequests(count.blockedMs, REJECTED_TOKENS);
     }
   }

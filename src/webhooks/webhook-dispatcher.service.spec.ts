@@ -3,6 +3,7 @@ import type { Repository } from 'typeorm';
 import type { WebhooksConfig } from '../config/webhooks.config';
 import { DatabaseAvailability } from '../database/database-availability';
 import type { OutboxEvent } from '../events/outbox-event.entity';
+import { Metrics } from '../metrics/metrics';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import type { WebhookDelivery } from './webhook-delivery.entity';
 import type { AttemptOutcome, WebhookSender } from './webhook-sender';
@@ -114,7 +115,9 @@ function dispatcherOver(
     send: ({ id }: { id: string }) =>
       new Promise<AttemptOutcome>((resolve) => {
         sent.push(id);
-        finish.push(() => resolve({ delivered: true, statusCode: 204 }));
+        finish.push(() =>
+          resolve({ delivered: true, result: 'success', statusCode: 204 }),
+        );
       }),
   } as unknown as WebhookSender;
   const dispatcher = new WebhookDispatcher(
@@ -124,6 +127,7 @@ function dispatcherOver(
     sender,
     new DatabaseAvailability(),
     CONFIG,
+    new Metrics(false),
   );
   return { dispatcher, asked, sent, finish, incremented };
 }

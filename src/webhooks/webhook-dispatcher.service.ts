@@ -16,6 +16,8 @@ import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { DatabaseAvailability } from '../database/database-availability';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
+import { Metrics } from '../metrics/metrics';
+import { traced } from '../tracing/tracing';
 import { nextAttemptAt } from './retry-schedule';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSender, type AttemptOutcome } from './webhook-sender';
@@ -80,6 +82,7 @@ export class WebhookDispatcher
     private readonly sender: WebhookSender,
     private readonly database: DatabaseAvailability,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -302,15 +305,30 @@ export class WebhookDispatcher
         );
         return;
       }
-      const outcome = await this.sender.send(
+      // with tracing on, the attempt's span is the parent of the request it sends, whose
+      // traceparent header the receiver gets
+      const outcome = await traced(
+        'webhook attempt',
         {
-          url: subscription.url,
-          secret: subscription.secret,
-          id: delivery.id,
-          type: event.type,
-          body: deliveryBody(event),
+          'webhook.id': delivery.id,
+          'webhook.event_type': event.type,
+          'webhook.subscription_id': subscription.id,
+          'webhook.attempt': delivery.attempts + 1,
         },
-        this.shutdown.signal,
+        async (span) => {
+          const sent = await this.sender.send(
+            {
+              url: subscription.url,
+              secret: subscription.secret,
+              id: delivery.id,
+              type: event.type,
+              body: deliveryBody(event),
+            },
+            this.shutdown.signal,
+          );
+          span?.setAttribute('webhook.result', sent.result);
+          return sent;
+        },
       );
       // cut short by shutdown: not the receiver's fault; the row stays pending, released for
       // whichever instance comes next
@@ -334,6 +352,7 @@ export class WebhookDispatcher
     delivery: WebhookDelivery,
     outcome: AttemptOutcome,
   ): Promise<void> {
+    this.metrics.webhookAttempts.inc({ result: outcome.result });
     const now = new Date();
     const attempts = delivery.attempts + 1;
     const retryAt =
@@ -343,7 +362,9 @@ export class WebhookDispatcher
     const { affected } = await this.deliveries.update(
       { id: delivery.id, status: 'pending' },
       {
-        attempts,
+        // counted in the database, so that two instances' attempts at one row (a claim that
+        // ran out under a frozen instance) both count, whichever records first
+        attempts: () => 'attempts + 1',
         lastAttemptAt: now,
         lastStatusCode: outcome.statusCode ?? null,
         lastError: outcome.error ?? null,
@@ -360,6 +381,10 @@ export class WebhookDispatcher
       // another instance settled it meanwhile (this one's claim ran out mid-attempt): the
       // attempt was made all the same, and counts
       await this.deliveries.increment({ id: delivery.id }, 'attempts', 1);
+    } else if (outcome.delivered || !retryAt) {
+      this.metrics.webhookDeliveries.inc({
+        outcome: outcome.delivered ? 'delivered' : 'failed',
+      });
     }
     if (!outcome.delivered) {
       // each failed attempt is in the delivery's lastError; the log says when one is given up,

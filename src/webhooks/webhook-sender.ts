@@ -3,6 +3,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { describeUrlProblem, publicOnlyLookup } from './outbound-target';
+import type { AttemptResult } from '../metrics/metrics';
 import { signWebhook } from './webhook-signature';
 
 /** A receiver's answer is read this far at most; only its status matters. */
@@ -26,6 +27,8 @@ export const EVENT_TYPE_HEADER = 'webhook-event-type';
 
 export interface AttemptOutcome {
   delivered: boolean;
+  /** How it ended, as `plant_store_webhook_attempts_total` counts it. */
+  result: AttemptResult;
   statusCode?: number;
   /** Why the attempt failed, in a few words, for `webhooks deliveries`. */
   error?: string;
@@ -51,6 +54,7 @@ export class WebhookSender {
     if (problem) {
       return Promise.resolve({
         delivered: false,
+        result: 'refused',
         error: problem,
         refused: true,
       });
@@ -98,9 +102,10 @@ export class WebhookSender {
         const settle = () =>
           finish(
             statusCode >= 200 && statusCode < 300
-              ? { delivered: true, statusCode }
+              ? { delivered: true, result: 'success', statusCode }
               : {
                   delivered: false,
+                  result: 'http_error',
                   statusCode,
                   error: `the receiver answered ${statusCode}`,
                 },
@@ -113,6 +118,7 @@ export class WebhookSender {
         () =>
           finish({
             delivered: false,
+            result: 'timeout',
             error: `no answer within ${this.config.timeoutMs} ms`,
           }),
         this.config.timeoutMs,
@@ -121,7 +127,9 @@ export class WebhookSender {
         finish({
           delivered: false,
           error: describeRequestError(error),
-          ...(error.code === 'ENOTPUBLIC' ? { refused: true } : {}),
+          ...(error.code === 'ENOTPUBLIC'
+            ? { result: 'refused', refused: true }
+            : { result: 'network_error' }),
         }),
       );
       request.end(message.body);

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { RetentionService } from './retention.service';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
+import { WebhookMetrics } from './webhook-metrics';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
 
@@ -10,6 +11,11 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
  */
 @Module({
   imports: [WebhookSubscriptionsModule],
-  providers: [WebhookSender, WebhookDispatcher, RetentionService],
+  providers: [
+    WebhookSender,
+    WebhookDispatcher,
+    RetentionService,
+    WebhookMetrics,
+  ],
 })
 export class WebhooksModule {}

@@ -111,13 +111,12 @@ describeWithPostgres(
       };
       // all at once on the empty database: the migrations are taken in turns
       instances = await startTogether(3, env);
-      token = runCliProcess(
-        ['tokens', 'create', '--name', 'multi'],
-        env,
+      token = (
+        await runCliProcess(['tokens', 'create', '--name', 'multi'], env)
       ).lastLine;
       for (const url of [receiver.url, failingReceiver.url]) {
         expect(
-          runCliProcess(['webhooks', 'add', '--url', url], env).status,
+          (await runCliProcess(['webhooks', 'add', '--url', url], env)).status,
         ).toBe(0);
       }
     });
@@ -215,6 +214,102 @@ describeWithPostgres(
       expect(failingReceiver.received).toHaveLength(attempts);
       for (const { id, attempts: recorded } of deliveries) {
         expect([id, sends.get(id)]).toEqual([id, recorded]);
+      }
+    });
+  },
+);
+
+describeWithPostgres(
+  'an instance frozen in the middle of an attempt (SIGSTOP)',
+  () => {
+    it('lets another instance send once its claim runs out, and counts the late attempt when it wakes', async () => {
+      const database = await createTestDatabase();
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding: () => void = () => {};
+      const firstArrived = new Promise<void>((resolve) => (holding = resolve));
+      // the first attempt is held unanswered; every later one is answered at once
+      const receiver = await WebhookReceiver.start(
+        (_request, response, index) => {
+          if (index > 0) return void response.end();
+          holding();
+          void held.then(() => response.end());
+        },
+      );
+      const env = {
+        DATABASE_URL: database.url,
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOKS_POLL_INTERVAL: '100ms',
+        // a claim lasts the timeout and 2 s more: 3 s here
+        WEBHOOKS_TIMEOUT: '1s',
+      };
+      const instances: ServiceProcess[] = [];
+      try {
+        const frozen = await startServiceProcess(env);
+        instances.push(frozen);
+        const token = (
+          await runCliProcess(['tokens', 'create', '--name', 'f'], env)
+        ).lastLine;
+        expect(
+          (await runCliProcess(['webhooks', 'add', '--url', receiver.url], env))
+            .status,
+        ).toBe(0);
+        const created = await fetch(`${frozen.baseUrl}/plants`, {
+          method: 'POST',
+          headers: {
+            Authorization: `Bearer ${token}`,
+            'Content-Type': 'application/json',
+          },
+          body: '{"id": 1, "name": "Frozen"}',
+        });
+        expect(created.status).toBe(200);
+        await firstArrived;
+        frozen.child.kill('SIGSTOP');
+        // another instance takes the delivery once the frozen one's claim has run out
+        instances.push(await startServiceProcess(env));
+        await receiver.waitFor(2, 20_000);
+        // the other instance has recorded its delivery: the frozen one's result, when it
+        // wakes, matches no pending row, and must still count
+        await eventually(
+          () =>
+            queryDatabase<{ status: string }>(
+              database.url,
+              'SELECT status FROM webhook_deliveries',
+            ),
+          (rows) => rows[0]?.status === 'delivered',
+          20_000,
+        );
+        frozen.child.kill('SIGCONT');
+        release();
+        const [delivery] = await eventually(
+          () =>
+            queryDatabase<{ status: string; attempts: number }>(
+              database.url,
+              'SELECT status, attempts FROM webhook_deliveries',
+            ),
+          (rows) => rows[0]?.attempts === 2,
+          20_000,
+        );
+        // give the woken instance time to do anything more it would
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        expect(delivery.status).toBe('delivered');
+        const ids = receiver.received.map(
+          ({ headers }) => headers['webhook-id'],
+        );
+        expect(ids).toHaveLength(2);
+        expect(new Set(ids).size).toBe(1);
+        expect(
+          await queryDatabase<{ attempts: number }>(
+            database.url,
+            'SELECT attempts FROM webhook_deliveries',
+          ),
+        ).toEqual([{ attempts: 2 }]);
+      } finally {
+        release();
+        for (const instance of instances) instance.child.kill('SIGCONT');
+        await stopAll(instances);
+        await receiver.close();
+        await database.drop();
       }
     });
   },

@@ -1,0 +1,262 @@
+import { MetricsServer } from '../src/metrics/metrics-server';
+import {
+  parsePrometheusText,
+  promtoolCheck,
+  sampleValue,
+  type Sample,
+} from './helpers/prometheus-text';
+import { startTestApp, type TestApp } from './helpers/test-app';
+import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
+
+const DURATION = 'http_server_request_duration_seconds_count';
+
+describe('metrics on METRICS_PORT, scraped over HTTP after a known set of requests', () => {
+  let testApp: TestApp;
+  let receiver: WebhookReceiver;
+  let metricsUrl: string;
+  let samples: Sample[];
+  let text: string;
+
+  const scrape = async () => {
+    const response = await fetch(metricsUrl);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe(
+      'text/plain; version=0.0.4; charset=utf-8',
+    );
+    text = await response.text();
+    samples = parsePrometheusText(text);
+    return samples;
+  };
+  const value = (name: string, labels: Record<string, string> = {}) =>
+    sampleValue(samples, name, labels);
+
+  beforeAll(async () => {
+    receiver = await WebhookReceiver.start((_request, response) =>
+      response.writeHead(204).end(),
+    );
+    testApp = await startTestApp({
+      env: {
+        METRICS_PORT: '0',
+        // four requests without a proven token are one too many
+        RATE_LIMIT_PER_ADDRESS: '3',
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        WEBHOOKS_POLL_INTERVAL: '20ms',
+      },
+    });
+    metricsUrl = `http://127.0.0.1:${testApp.app.get(MetricsServer).port()}/metrics`;
+
+    const manager = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+    const plantsOnly = await testApp.issueToken({
+      scopes: ['plants:read', 'plants:write'],
+    });
+    const bearer = `Bearer ${plantsOnly}`;
+    const http = () => testApp.http();
+    await http()
+      .post('/webhooks/subscriptions')
+      .set('Authorization', `Bearer ${manager}`)
+      .send({ url: receiver.url })
+      .expect(201);
+    for (const id of [1, 2, 3]) {
+      await http()
+        .post('/plants')
+        .set('Authorization', bearer)
+        .send({ id, name: `Plant ${id}` })
+        .expect(200);
+    }
+    await http()
+      .post('/plants')
+      .set('Authorization', bearer)
+      .send({ id: 1, name: 'Again' })
+      .expect(400);
+    await http().get('/plants/1').set('Authorization', bearer).expect(200);
+    await http().get('/plants/2').set('Authorization', bearer).expect(200);
+    await http().get('/plants/99').set('Authorization', bearer).expect(404);
+    await http().delete('/plants/3').set('Authorization', bearer).expect(204);
+    await http().get('/nowhere').set('Authorization', bearer).expect(404);
+    await http()
+      .get('/webhooks/subscriptions')
+      .set('Authorization', bearer)
+      .expect(403);
+    // charged to the address: three, then the fourth is over the limit
+    await http()
+      .get('/plants/1')
+      .set('Authorization', 'Basic eDp5')
+      .expect(401);
+    await http().get('/plants/1').expect(401);
+    await http()
+      .get('/plants/1')
+      .set('Authorization', `Bearer pst_${'x'.repeat(43)}`)
+      .expect(401);
+    await http().get('/plants/1').expect(429);
+
+    // three added, one deleted: four deliveries, each recorded once it is answered
+    await eventually(
+      scrape,
+      () =>
+        value('plant_store_webhook_deliveries_total', {
+          outcome: 'delivered',
+        }) === 4,
+      10_000,
+    );
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    await receiver.close();
+  });
+
+  it('counts every request by method, route template and status, the refused ones included', () => {
+    const counted = samples
+      .filter((sample) => sample.name === DURATION)
+      .map(({ labels, value }) => ({ ...labels, value }));
+    expect(counted).toEqual(
+      expect.arrayContaining([
+        route('POST', '/webhooks/subscriptions', 201, 1),
+        route('POST', '/plants', 200, 3),
+        route('POST', '/plants', 400, 1),
+        route('GET', '/plants/{id}', 200, 2),
+        route('GET', '/plants/{id}', 404, 1),
+        route('DELETE', '/plants/{id}', 204, 1),
+        route('GET', 'unrouted', 404, 1),
+        route('GET', '/webhooks/subscriptions', 403, 1),
+        route('GET', '/plants/{id}', 401, 3),
+        route('GET', 'unrouted', 429, 1),
+      ]),
+    );
+    expect(counted).toHaveLength(10);
+    expect(counted.reduce((sum, { value }) => sum + value, 0)).toBe(15);
+    expect(value('http_server_active_requests')).toBe(0);
+  });
+
+  it('counts rate-limit rejections and authentication failures by reason', () => {
+    expect(
+      value('plant_store_rate_limit_rejections_total', { limit: 'address' }),
+    ).toBe(1);
+    expect(
+      samples.filter(
+        (sample) => sample.name === 'plant_store_rate_limit_rejections_total',
+      ),
+    ).toHaveLength(1);
+    const failures = Object.fromEntries(
+      samples
+        .filter(
+          (sample) =>
+            sample.name === 'plant_store_authentication_failures_total',
+        )
+        .map(({ labels, value }) => [labels.reason, value]),
+    );
+    expect(failures).toEqual({
+      not_bearer: 1,
+      missing: 1,
+      rejected: 1,
+      insufficient_scope: 1,
+    });
+  });
+
+  it('shows the outbox: attempts by result, the backlog and its age, receivers, rows kept', () => {
+    expect(
+      value('plant_store_webhook_attempts_total', { result: 'success' }),
+    ).toBe(4);
+    expect(
+      samples.filter(
+        (sample) => sample.name === 'plant_store_webhook_attempts_total',
+      ),
+    ).toHaveLength(1);
+    expect(value('plant_store_webhook_deliveries_pending')).toBe(0);
+    expect(value('plant_store_webhook_oldest_pending_age_seconds')).toBe(0);
+    expect(
+      value('plant_store_webhook_subscriptions', { state: 'healthy' }),
+    ).toBe(1);
+    expect(
+      value('plant_store_webhook_subscriptions', { state: 'paused' }),
+    ).toBe(0);
+    expect(value('plant_store_table_rows', { table: 'events' })).toBe(4);
+    expect(
+      value('plant_store_table_rows', { table: 'webhook_deliveries' }),
+    ).toBe(4);
+  });
+
+  it('times database statements and counts the one that failed (the duplicate id)', () => {
+    const system = testApp.engine === 'postgres' ? 'postgresql' : 'sqlite';
+    expect(
+      value('db_client_operation_duration_seconds_count', {
+        db_system_name: system,
+      }),
+    ).toBeGreaterThan(10);
+    expect(
+      value('plant_store_database_query_errors_total', {
+        db_system_name: system,
+      }),
+    ).toBe(1);
+    if (testApp.engine === 'postgres') {
+      expect(value('db_client_connections', { state: 'idle' })).toEqual(
+        expect.any(Number),
+      );
+      // at most the scrape's own read of the outbox waits for a connection
+      expect(
+        value('db_client_connection_pending_requests'),
+      ).toBeLessThanOrEqual(1);
+      expect(value('db_client_connections', { state: 'used' })).toEqual(
+        expect.any(Number),
+      );
+    } else {
+      expect(value('db_client_connections', { state: 'idle' })).toBe(undefined);
+    }
+  });
+
+  it("carries Node's process metrics", () => {
+    expect(value('process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(value('nodejs_eventloop_lag_seconds')).toEqual(expect.any(Number));
+  });
+
+  it('is a scrape Prometheus reads: promtool finds no problem', () => {
+    const checked = promtoolCheck(text);
+    if (checked === undefined) {
+      console.warn(
+        'promtool not found: apt-get install -y prometheus to check',
+      );
+      return;
+    }
+    // prom-client names three of Node's gauges `..._total`, which promtool's lint dislikes
+    const ours = checked.output
+      .split('\n')
+      .filter((line) => line !== '' && !/^nodejs_active_\w+_total /.test(line));
+    expect(ours).toEqual([]);
+  });
+
+  it('serves nothing else there, and nothing of it on the API port', async () => {
+    const other = await fetch(metricsUrl.replace('/metrics', '/plants'));
+    expect(other.status).toBe(404);
+    const token = await testApp.issueToken();
+    await testApp
+      .http()
+      .get('/metrics')
+      .set('Authorization', `Bearer ${token}`)
+      .expect(404);
+  });
+});
+
+describe('metrics without METRICS_PORT', () => {
+  it('are not served at all', async () => {
+    const testApp = await startTestApp();
+    try {
+      expect(testApp.app.get(MetricsServer).port()).toBeUndefined();
+    } finally {
+      await testApp.close();
+    }
+  });
+});
+
+function route(
+  method: string,
+  template: string,
+  status: number,
+  count: number,
+) {
+  return {
+    http_request_method: method,
+    http_route: template,
+    http_response_status_code: String(status),
+    value: count,
+  };
+}
