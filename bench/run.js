@@ -1,6 +1,6 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
-//                   --service-env LOG_LEVEL=warn --against ../other-checkout]
+//                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -41,6 +41,9 @@ function parseArguments(argv) {
     // the Node binary that runs the --against build (its CLI and its service): a runtime
     // change measured in one run, such as this build on Node 24 against main on Node 22
     'against-node': '',
+    // KEY=VALUE[,...] for `service-against` instead of --service-env: `--against . --service-env
+    // METRICS_PORT=0 --against-env ''` measures a setting on against off, in one run
+    'against-env': undefined,
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
@@ -59,9 +62,17 @@ function parseArguments(argv) {
   }
   if (!['normal', 'full'].includes(options.synchronous))
     throw new Error('--synchronous is normal or full');
-  const assignments = options['service-env'].split(',').filter(Boolean);
-  if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
-    throw new Error('--service-env is KEY=VALUE[,KEY=VALUE...]');
+  const environment = (name) => {
+    const assignments = options[name].split(',').filter(Boolean);
+    if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
+      throw new Error(`--${name} is KEY=VALUE[,KEY=VALUE...]`);
+    return Object.fromEntries(
+      assignments.map((assignment) => {
+        const at = assignment.indexOf('=');
+        return [assignment.slice(0, at), assignment.slice(at + 1)];
+      }),
+    );
+  };
   if (options.against && !existsSync(join(options.against, 'dist', 'main.js')))
     throw new Error(
       `--against needs a folder with a built service, ${join(options.against, 'dist', 'main.js')} is missing`,
@@ -69,12 +80,11 @@ function parseArguments(argv) {
   if (options['against-node'] && !options.against)
     throw new Error('--against-node goes with --against');
   options.againstNode = options['against-node'] || process.execPath;
-  options.serviceEnv = Object.fromEntries(
-    assignments.map((assignment) => {
-      const at = assignment.indexOf('=');
-      return [assignment.slice(0, at), assignment.slice(at + 1)];
-    }),
-  );
+  if (options['against-env'] !== undefined && !options.against)
+    throw new Error('--against-env goes with --against');
+  options.serviceEnv = environment('service-env');
+  options.againstEnv =
+    options['against-env'] === undefined ? options.serviceEnv : environment('against-env');
   return options;
 }
 
@@ -168,7 +178,11 @@ async function startServer(server, file, options) {
       // one token drives every request here: the per-token limit would turn most into 429s
       RATE_LIMIT_PER_TOKEN: '1000000000',
       ...server.env,
-      ...(server.isService ? options.serviceEnv : {}),
+      ...(server.isService
+        ? server.name === 'service-against'
+          ? options.againstEnv
+          : options.serviceEnv
+        : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -95,13 +95,17 @@ export class PortableDataSource extends DataSource {
 
   /** `run`, inside statementWrappers. */
   private observed(run: QueryRunner['query']): QueryRunner['query'] {
-    return ((...args: Parameters<QueryRunner['query']>) => {
+    // three parameters, not a rest parameter: every statement of the service passes here
+    return ((sql: string, parameters?: unknown[], structured?: boolean) => {
       const wrappers = this.statementWrappers;
-      if (wrappers.length === 0) return run(...args);
-      let call = (): Promise<unknown> => run(...args);
+      if (wrappers.length === 0) {
+        return run(sql, parameters, structured as true);
+      }
+      let call = (): Promise<unknown> =>
+        run(sql, parameters, structured as true);
       for (const wrap of wrappers) {
         const inner = call;
-        call = () => wrap(args[0], inner);
+        call = () => wrap(sql, inner);
       }
       return call();
     }) as QueryRunner['query'];
