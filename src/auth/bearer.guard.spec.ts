@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { Metrics } from '../metrics/metrics';
+import type { Metrics } from '../metrics/metrics';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import type { ApiToken } from './api-token.entity';
 import { BearerGuard } from './bearer.guard';
@@ -12,13 +12,21 @@ describe('BearerGuard', () => {
   const liveToken = { scopes: ['plants:read'] } as unknown as ApiToken;
   let guard: BearerGuard;
   let metadata: Record<string, unknown>;
+  /** The reasons counted in plant_store_authentication_failures_total, in order. */
+  let counted: string[];
 
   beforeEach(() => {
     metadata = {};
     const reflector = {
       getAllAndOverride: (key: string) => metadata[key],
     } as unknown as Reflector;
-    guard = new BearerGuard(reflector, new Metrics(false));
+    counted = [];
+    const metrics = {
+      authenticationFailures: {
+        inc: ({ reason }: { reason: string }) => counted.push(reason),
+      },
+    } as unknown as Metrics;
+    guard = new BearerGuard(reflector, metrics);
   });
 
   /** A request as RequestAdmission leaves it: `bearer` is the token it proved, or null. */
@@ -39,6 +47,7 @@ describe('BearerGuard', () => {
   }
 
   function failureOf(authorization?: string, bearer?: ApiToken | null) {
+    const countedBefore = counted.length;
     let error: unknown;
     try {
       guard.canActivate(contextWith(authorization, bearer));
@@ -51,6 +60,7 @@ describe('BearerGuard', () => {
       status: failure.getStatus(),
       message: failure.message,
       challenge: failure.headers['WWW-Authenticate'],
+      counted: counted.slice(countedBefore),
     };
   }
 
@@ -58,6 +68,7 @@ describe('BearerGuard', () => {
     metadata[IS_PUBLIC_KEY] = true;
     expect(guard.canActivate(contextWith())).toBe(true);
     expect(guard.canActivate(contextWith('Bearer junk', null))).toBe(true);
+    expect(counted).toEqual([]);
   });
 
   it('denies a route without any metadata when there is no token', () => {
@@ -65,6 +76,7 @@ describe('BearerGuard', () => {
       status: 401,
       message: 'missing bearer token: send Authorization: Bearer <token>',
       challenge: 'Bearer realm="plant-store"',
+      counted: ['missing'],
     });
   });
 
@@ -74,6 +86,7 @@ describe('BearerGuard', () => {
       message:
         'the Authorization header must use the Bearer scheme: Authorization: Bearer <token>',
       challenge: 'Bearer realm="plant-store"',
+      counted: ['not_bearer'],
     });
   });
 
@@ -82,6 +95,7 @@ describe('BearerGuard', () => {
       status: 401,
       message: expect.stringMatching(/^the bearer token is empty: /) as string,
       challenge: 'Bearer realm="plant-store"',
+      counted: ['empty'],
     });
   });
 
@@ -91,6 +105,7 @@ describe('BearerGuard', () => {
       status: 401,
       message: 'the bearer token is unknown, revoked or expired',
       challenge: 'Bearer realm="plant-store", error="invalid_token"',
+      counted: ['rejected'],
     };
     expect(failureOf('Bearer bad', null)).toEqual(rejected);
     // a token nobody proved (admission did not run) is no better than a rejected one
@@ -107,6 +122,7 @@ describe('BearerGuard', () => {
       status: 403,
       message: 'this operation declares no access, so no token may call it',
       challenge: undefined,
+      counted: ['insufficient_scope'],
     });
     metadata[REQUIRED_SCOPES_KEY] = [];
     expect(failureOf('Bearer good', liveToken).status).toBe(403);
@@ -122,6 +138,7 @@ describe('BearerGuard', () => {
       message: 'the bearer token lacks the scope plants:write',
       challenge:
         'Bearer realm="plant-store", error="insufficient_scope", scope="plants:write"',
+      counted: ['insufficient_scope'],
     });
   });
 
@@ -138,6 +155,7 @@ describe('BearerGuard', () => {
         'the bearer token lacks the scopes plants:read plants:write webhooks:manage',
       challenge:
         'Bearer realm="plant-store", error="insufficient_scope", scope="plants:read plants:write webhooks:manage"',
+      counted: ['insufficient_scope'],
     });
   });
 });

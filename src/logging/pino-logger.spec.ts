@@ -3,6 +3,7 @@ import type { Response } from 'express';
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import type { AppConfig } from '../config/app.config';
+import { tracing } from '../tracing/tracing';
 import {
   createRequestLogger,
   createRootLogger,
@@ -10,6 +11,7 @@ import {
   logProcessWarnings,
   loggableTarget,
   PinoNestLogger,
+  rootLoggerOptions,
   type RequestWithId,
 } from './pino-logger';
 
@@ -140,6 +142,28 @@ describe('createRequestLogger', () => {
     expect(JSON.stringify(lines)).not.toContain('secret');
   });
 
+  it("names the request's trace and span when tracing is on, taken as it starts", () => {
+    let active: { trace_id: string; span_id: string } | undefined = {
+      trace_id: 'a'.repeat(32),
+      span_id: 'b'.repeat(16),
+    };
+    tracing.activeIds = () => active;
+    try {
+      const { lines } = logOne('info', {}, () => {
+        // the span has ended by the time the line is written
+        active = undefined;
+      });
+      expect(lines[0]).toMatchObject({
+        trace_id: 'a'.repeat(32),
+        span_id: 'b'.repeat(16),
+      });
+    } finally {
+      delete tracing.activeIds;
+    }
+    const { lines } = logOne('info', {}, () => undefined);
+    expect(lines[0]).not.toHaveProperty('trace_id');
+  });
+
   it.each(['', 'has space', 'x'.repeat(129), 'semi;colon'])(
     'replaces the X-Request-Id %j with a fresh UUID',
     (given) => {
@@ -240,6 +264,32 @@ describe('createRequestLogger', () => {
         response.statusCode = 404;
       }).lines,
     ).toEqual([]);
+  });
+});
+
+describe('rootLoggerOptions', () => {
+  it('adds the active span to every line while tracing is on, and nothing while it is off', () => {
+    const config = { logLevel: 'info' } as AppConfig;
+    expect(rootLoggerOptions(config)).toEqual({ level: 'info' });
+    let active: { trace_id: string; span_id: string } | undefined;
+    tracing.activeIds = () => active;
+    try {
+      const lines: Record<string, unknown>[] = [];
+      const logger = pino(rootLoggerOptions(config), {
+        write: (line: string) =>
+          lines.push(JSON.parse(line) as Record<string, unknown>),
+      });
+      logger.info('outside');
+      active = { trace_id: 'c'.repeat(32), span_id: 'd'.repeat(16) };
+      logger.info('inside');
+      expect(lines.map(({ msg, trace_id }) => [msg, trace_id])).toEqual([
+        ['outside', undefined],
+        ['inside', 'c'.repeat(32)],
+      ]);
+      expect(lines[1].span_id).toBe('d'.repeat(16));
+    } finally {
+      delete tracing.activeIds;
+    }
   });
 });
 

@@ -86,15 +86,16 @@ export function createRootLogger(config: AppConfig): Pino {
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
   });
   bufferedDestinations.add(destination);
-  // with tracing on, every line written inside a span names its trace and span
+  return pino(rootLoggerOptions(config), destination);
+}
+
+/** The root logger's options: with tracing on, every line inside a span names it. */
+export function rootLoggerOptions(config: AppConfig): pino.LoggerOptions {
   const activeIds = tracing.activeIds;
-  return pino(
-    {
-      level: config.logLevel,
-      ...(activeIds && { mixin: () => activeIds() ?? {} }),
-    },
-    destination,
-  );
+  return {
+    level: config.logLevel,
+    ...(activeIds && { mixin: () => activeIds() ?? {} }),
+  };
 }
 
 /** The longest a log line waits in the buffer. */
