@@ -14,6 +14,13 @@ import {
 } from './helpers/service-process';
 import { eventually } from './helpers/webhook-receiver';
 
+/** A loopback port that another server holds, as a port in use is. */
+async function heldPort() {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  return { port: (holder.address() as AddressInfo).port, holder };
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -121,12 +128,8 @@ describe('the service process (node dist/main.js)', () => {
   });
 
   it('says in one line, and exits 1, when its port is in use', async () => {
-    const holder = createServer();
-    await new Promise<void>((resolve) =>
-      holder.listen(0, '127.0.0.1', resolve),
-    );
+    const { port, holder } = await heldPort();
     try {
-      const port = (holder.address() as AddressInfo).port;
       const { status, output, lines } = await runServiceToExit(
         { HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info' },
         folder.path,
@@ -146,12 +149,8 @@ describe('the service process (node dist/main.js)', () => {
   });
 
   it('says in one line, and exits 1, when METRICS_PORT is in use', async () => {
-    const holder = createServer();
-    await new Promise<void>((resolve) =>
-      holder.listen(0, '127.0.0.1', resolve),
-    );
+    const { port, holder } = await heldPort();
     try {
-      const port = (holder.address() as AddressInfo).port;
       const { status, lines } = await runServiceToExit(
         {
           HOST: '127.0.0.1',

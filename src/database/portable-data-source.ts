@@ -6,7 +6,7 @@ import {
   type Migration,
   type QueryRunner,
 } from 'typeorm';
-import { tracing } from '../tracing/tracing';
+import { traced, tracing } from '../tracing/tracing';
 import { ConnectionGate } from './connection-gate';
 import {
   explainConnectFailure,
@@ -397,33 +397,18 @@ export function databaseSystemOf(dataSource: DataSource): string {
 
 /** A span for each statement, named by its operation (`SELECT`), its text without values. */
 function statementSpans(dataSource: DataSource): StatementWrapper {
-  const tracer = tracing.tracer!;
   const system = databaseSystemOf(dataSource);
   return (sql, run) => {
     const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? system;
-    return tracer.startActiveSpan(
+    return traced(
       operation,
       {
-        kind: tracing.clientKind,
-        attributes: {
-          'db.system.name': system,
-          'db.operation.name': operation,
-          'db.query.text': sql,
-        },
+        'db.system.name': system,
+        'db.operation.name': operation,
+        'db.query.text': sql,
       },
-      (span) =>
-        run().then(
-          (result) => {
-            span.end();
-            return result;
-          },
-          (error: unknown) => {
-            span.recordException(error as Error);
-            span.setStatus({ code: 2 /* SpanStatusCode.ERROR */ });
-            span.end();
-            throw error;
-          },
-        ),
+      run,
+      tracing.clientKind,
     );
   };
 }
