@@ -1,13 +1,12 @@
 // first: tracing, when asked for, must be in place before anything loads http or express
 import './tracing/register';
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { createApp } from './setup-app';
 import { appConfig, type AppConfig } from './config/app.config';
 import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment, unknownSettingWarnings } from './config/environment';
+import { packageVersion } from './config/package-version';
 import { StartupError } from './common/errors/startup-error';
 import { ShutdownGate } from './http/shutdown-gate';
 import { MetricsServer } from './metrics/metrics-server';
@@ -43,12 +42,6 @@ function explainListenFailure(
 function localUrl(host: string, port: number): string {
   const name = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
-}
-
-function packageVersion(): string {
-  const packageJson = join(__dirname, '..', 'package.json');
-  return (JSON.parse(readFileSync(packageJson, 'utf8')) as { version: string })
-    .version;
 }
 
 async function bootstrap(): Promise<void> {

@@ -236,12 +236,9 @@ export class PortableDataSource extends DataSource {
   ): QueryRunner {
     const joined = transactionRunnerOf(this);
     if (joined) return joined;
-    if (this.gate) return this.sqliteSession();
-    const runner = super.createQueryRunner(mode);
-    if (this.statementWrappers.length > 0) {
-      runner.query = this.observed(runner.query.bind(runner));
-    }
-    return runner;
+    return this.gate
+      ? this.sqliteSession()
+      : this.withWrappers(super.createQueryRunner(mode));
   }
 
   /**
@@ -250,7 +247,13 @@ export class PortableDataSource extends DataSource {
    */
   createPlainQueryRunner(): QueryRunner {
     const runner = this.driver.createQueryRunner('master');
-    if (this.statementWrappers.length > 0 && !this.gate) {
+    // on SQLite that is the shared runner, whose statements pass the wrappers already
+    return this.gate ? runner : this.withWrappers(runner);
+  }
+
+  /** A PostgreSQL runner whose statements pass statementWrappers, while there are any. */
+  private withWrappers(runner: QueryRunner): QueryRunner {
+    if (this.statementWrappers.length > 0) {
       runner.query = this.observed(runner.query.bind(runner));
     }
     return runner;

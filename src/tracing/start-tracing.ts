@@ -24,8 +24,7 @@ import {
   type Sampler,
 } from '@opentelemetry/sdk-trace';
 import type { IncomingMessage } from 'node:http';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { packageVersion } from '../config/package-version';
 import { tracing } from './tracing';
 
 const HEALTH_PROBES = new Set(['/health/live', '/health/ready']);
@@ -39,9 +38,7 @@ const HEALTH_PROBES = new Set(['/health/live', '/health/ready']);
  * attempts get spans of the service's own (PortableDataSource, WebhookDispatcher).
  */
 export function startTracing(env: NodeJS.ProcessEnv): void {
-  const { version } = JSON.parse(
-    readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8'),
-  ) as { version: string };
+  const version = packageVersion();
   const provider = new TracerProvider({
     resource: defaultResource()
       .merge(
