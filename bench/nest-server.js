@@ -17,39 +17,52 @@ const {
 } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
 const express = require('express');
-const { openPlantStore } = require('./plant-store-work');
+const { openConfiguredPlantStore } = require('./plant-store-work');
 
-const store = openPlantStore(String(process.env.DATABASE_FILE));
+// SQLite (DATABASE_FILE) or, for `npm run bench -- --database postgres`, PostgreSQL
+const store = openConfiguredPlantStore();
 
-/** @param {import('express').Response} res @param {{status: number, body: string}} answer */
+/** @typedef {{status: number, body: string}} Answer */
+
+/** @param {import('express').Response} res @param {Answer} answer */
 const send = (res, answer) =>
   res.status(answer.status).type('application/json').send(answer.body);
 
-/** @param {import('express').Request} req @param {string} scope */
-const denied = (req, scope) =>
-  store.authenticate(req.headers.authorization, scope);
+/**
+ * The store's answer once the token is checked: at once on SQLite, whose calls return values;
+ * after the queries on PostgreSQL, whose calls return promises.
+ * @param {import('express').Request} req @param {import('express').Response} res
+ * @param {string} scope @param {() => Answer | Promise<Answer>} work
+ */
+function answer(req, res, scope, work) {
+  const refusal = store.authenticate(req.headers.authorization, scope);
+  if (!(refusal instanceof Promise)) {
+    const result = refusal ?? work();
+    if (result instanceof Promise) return result.then((a) => send(res, a));
+    return send(res, result);
+  }
+  return refusal.then((refused) => refused ?? work()).then((a) => send(res, a));
+}
 
 // decorators applied by hand: this file is plain JavaScript, run without a compiler
 class PlantsController {
   /** @param {import('express').Request} req @param {import('express').Response} res */
   create(req, res) {
-    const refusal = denied(req, 'plants:write');
-    if (refusal) return send(res, refusal);
-    send(res, store.create(typeof req.body === 'string' ? req.body : ''));
+    return answer(req, res, 'plants:write', () =>
+      store.create(typeof req.body === 'string' ? req.body : ''),
+    );
   }
 
   /** @param {string | undefined} limit @param {import('express').Request} req @param {import('express').Response} res */
   findAll(limit, req, res) {
-    const refusal = denied(req, 'plants:read');
-    if (refusal) return send(res, refusal);
-    send(res, store.list(Number(limit ?? 100)));
+    return answer(req, res, 'plants:read', () =>
+      store.list(Number(limit ?? 100)),
+    );
   }
 
   /** @param {string} id @param {import('express').Request} req @param {import('express').Response} res */
   findOne(id, req, res) {
-    const refusal = denied(req, 'plants:read');
-    if (refusal) return send(res, refusal);
-    send(res, store.findOne(id));
+    return answer(req, res, 'plants:read', () => store.findOne(id));
   }
 }
 const handlers = PlantsController.prototype;

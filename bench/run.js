@@ -1,6 +1,7 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
-//                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]]
+//                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]
+//                   --database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -20,7 +21,10 @@ const { tmpdir } = require('node:os');
 const { dirname, join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
-const { measureWebhookThroughput, printWebhookThroughput } = require('./webhook-throughput');
+const {
+  measureWebhookThroughput,
+  printWebhookThroughput,
+} = require('./webhook-throughput');
 
 const ROOT = join(__dirname, '..');
 
@@ -31,6 +35,10 @@ function parseArguments(argv) {
     connections: 32,
     preload: 0,
     synchronous: 'normal',
+    // sqlite, or postgres: the service and bare NestJS, each on a database of its own made on
+    // the server that --postgres-url names (the other servers are SQLite-only)
+    database: 'sqlite',
+    'postgres-url': 'postgres://postgres@127.0.0.1:5432/postgres',
     smoke: false,
     out: '',
     // KEY=VALUE[,KEY=VALUE...] for the service only, to measure a setting (LOG_LEVEL=warn)
@@ -64,7 +72,9 @@ function parseArguments(argv) {
     throw new Error('--synchronous is normal or full');
   const environment = (name) => {
     const assignments = options[name].split(',').filter(Boolean);
-    if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
+    if (
+      assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment))
+    )
       throw new Error(`--${name} is KEY=VALUE[,KEY=VALUE...]`);
     return Object.fromEntries(
       assignments.map((assignment) => {
@@ -80,11 +90,15 @@ function parseArguments(argv) {
   if (options['against-node'] && !options.against)
     throw new Error('--against-node goes with --against');
   options.againstNode = options['against-node'] || process.execPath;
+  if (options.database !== 'sqlite' && options.database !== 'postgres')
+    throw new Error('--database is sqlite or postgres');
   if (options['against-env'] !== undefined && !options.against)
     throw new Error('--against-env goes with --against');
   options.serviceEnv = environment('service-env');
   options.againstEnv =
-    options['against-env'] === undefined ? options.serviceEnv : environment('against-env');
+    options['against-env'] === undefined
+      ? options.serviceEnv
+      : environment('against-env');
   return options;
 }
 
@@ -162,30 +176,34 @@ function readRssBytes(pid, field) {
   return kb * 1024;
 }
 
-async function startServer(server, file, options) {
+async function startServer(server, file, options, databaseUrl) {
   const port = await freePort();
-  const child = spawn(server.node ?? process.execPath, [...NODE_FLAGS, server.script], {
-    // the database's folder: never the developer's .env, which the service reads from its own
-    cwd: dirname(file),
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: `sqlite:${file}`,
-      DATABASE_FILE: file,
-      DB_SYNCHRONOUS: options.synchronous,
-      // one token drives every request here: the per-token limit would turn most into 429s
-      RATE_LIMIT_PER_TOKEN: '1000000000',
-      ...server.env,
-      ...(server.isService
-        ? server.name === 'service-against'
-          ? options.againstEnv
-          : options.serviceEnv
-        : {}),
+  const child = spawn(
+    server.node ?? process.execPath,
+    [...NODE_FLAGS, server.script],
+    {
+      // the database's folder: never the developer's .env, which the service reads from its own
+      cwd: dirname(file),
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: 'production',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrl ?? `sqlite:${file}`,
+        DATABASE_FILE: file,
+        DB_SYNCHRONOUS: options.synchronous,
+        // one token drives every request here: the per-token limit would turn most into 429s
+        RATE_LIMIT_PER_TOKEN: '1000000000',
+        ...server.env,
+        ...(server.isService
+          ? server.name === 'service-against'
+            ? options.againstEnv
+            : options.serviceEnv
+          : {}),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  );
   const base = `http://127.0.0.1:${port}`;
   for (let tries = 0; ; tries += 1) {
     try {
@@ -198,6 +216,66 @@ async function startServer(server, file, options) {
     }
   }
   return { ...server, child, base, port };
+}
+
+/**
+ * The PostgreSQL twin of prepareDatabase: a database of its own on the server `adminUrl`
+ * names, migrated by the CLI of the build in `root`, seeded alike. Resolves to its URL and
+ * the token.
+ */
+async function preparePostgresDatabase(
+  adminUrl,
+  name,
+  preload,
+  root = ROOT,
+  node = process.execPath,
+) {
+  const { Client } = require('pg');
+  const database = `plant_bench_${process.pid}_${name.replace(/-/g, '_')}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${database}`);
+    await admin.query(`CREATE DATABASE ${database}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  const created = execFileSync(
+    node,
+    [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', 'bench'],
+    {
+      env: { PATH: process.env.PATH, DATABASE_URL: url.href },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
+  const token = created.trimEnd().split('\n').pop();
+  const seeding = new Client({ connectionString: url.href });
+  await seeding.connect();
+  try {
+    await seeding.query(
+      "INSERT INTO plants (id, name, tag) SELECT i, 'plant ' || i, CASE WHEN i % 2 = 1 THEN 'even' END FROM generate_series(1, $1::bigint) AS i",
+      [Math.max(SEEDED, preload)],
+    );
+    await seeding.query('VACUUM ANALYZE plants');
+  } finally {
+    await seeding.end();
+  }
+  return { url: url.href, token, database };
+}
+
+async function dropPostgresDatabases(adminUrl, databases) {
+  const { Client } = require('pg');
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    for (const database of databases)
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
 }
 
 function scenarios(token, round) {
@@ -266,9 +344,12 @@ async function main() {
   const options = parseArguments(process.argv.slice(2));
   const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-'));
   const started = [];
+  /** @type {string[]} */
+  const postgresDatabases = [];
   // with --preload, the service also runs on the small table in the same run, for the ratio
+  const onPostgres = options.database === 'postgres';
   const servers = [
-    ...SERVERS,
+    ...SERVERS.filter((s) => !onPostgres || s.isService || s.name === 'nest'),
     ...(options.preload
       ? [{ ...SERVERS[0], name: 'service-small-table', small: true }]
       : []),
@@ -288,14 +369,41 @@ async function main() {
     const files = Object.fromEntries(
       servers.map((s) => [s.name, join(folder, `${s.name}.sqlite`)]),
     );
-    const tokens = Object.fromEntries(
-      servers.map((s) => [
-        s.name,
-        prepareDatabase(files[s.name], s.small ? 0 : options.preload, s.root, s.node),
-      ]),
-    );
+    /** @type {Record<string, string>} */
+    const tokens = {};
+    /** @type {Record<string, string>} */
+    const databaseUrls = {};
+    for (const s of servers) {
+      const preload = s.small ? 0 : options.preload;
+      if (onPostgres) {
+        const prepared = await preparePostgresDatabase(
+          options['postgres-url'],
+          s.name,
+          preload,
+          s.root,
+          s.node,
+        );
+        postgresDatabases.push(prepared.database);
+        tokens[s.name] = prepared.token;
+        databaseUrls[s.name] = prepared.url;
+      } else {
+        tokens[s.name] = prepareDatabase(
+          files[s.name],
+          preload,
+          s.root,
+          s.node,
+        );
+      }
+    }
     for (const server of servers)
-      started.push(await startServer(server, files[server.name], options));
+      started.push(
+        await startServer(
+          server,
+          files[server.name],
+          options,
+          databaseUrls[server.name],
+        ),
+      );
 
     /** @type {Record<string, Record<string, any[]>>} */
     const runs = {};
@@ -327,32 +435,25 @@ async function main() {
           },
         ]),
       );
+      // undefined where a server is not in this run (on PostgreSQL, the SQLite-only ones)
+      const ratio = (a, b) =>
+        servers[a] && servers[b]
+          ? servers[a].requestsPerSecond / servers[b].requestsPerSecond
+          : undefined;
       return {
         scenario,
         servers,
-        serviceToFloor:
-          servers.service.requestsPerSecond / servers.floor.requestsPerSecond,
-        serviceToPeer:
-          servers.service.requestsPerSecond / servers.peer.requestsPerSecond,
-        serviceToNest:
-          servers.service.requestsPerSecond / servers.nest.requestsPerSecond,
-        nestToPeer:
-          servers.nest.requestsPerSecond / servers.peer.requestsPerSecond,
-        serviceToHardenedPeer:
-          servers.service.requestsPerSecond /
-          servers['peer-hardened'].requestsPerSecond,
+        serviceToFloor: ratio('service', 'floor'),
+        serviceToPeer: ratio('service', 'peer'),
+        serviceToNest: ratio('service', 'nest'),
+        nestToPeer: ratio('nest', 'peer'),
+        serviceToHardenedPeer: ratio('service', 'peer-hardened'),
         ...(options.preload && {
-          serviceToSmallTable:
-            servers.service.requestsPerSecond /
-            servers['service-small-table'].requestsPerSecond,
+          serviceToSmallTable: ratio('service', 'service-small-table'),
         }),
         ...(options.against && {
-          serviceToAgainst:
-            servers.service.requestsPerSecond /
-            servers['service-against'].requestsPerSecond,
-          againstToNest:
-            servers['service-against'].requestsPerSecond /
-            servers.nest.requestsPerSecond,
+          serviceToAgainst: ratio('service', 'service-against'),
+          againstToNest: ratio('service-against', 'nest'),
         }),
       };
     });
@@ -362,7 +463,9 @@ async function main() {
     const webhooks = [];
     const builds = [
       ['service', ROOT, process.execPath],
-      ...(options.against ? [['service-against', options.against, options.againstNode]] : []),
+      ...(options.against
+        ? [['service-against', options.against, options.againstNode]]
+        : []),
     ];
     for (const [name, root, node] of builds) {
       webhooks.push(
@@ -370,7 +473,9 @@ async function main() {
           name,
           root,
           node,
-          ...(options.smoke ? { plants: 200, seconds: 5 } : { plants: 5000, seconds: 10 }),
+          ...(options.smoke
+            ? { plants: 200, seconds: 5 }
+            : { plants: 5000, seconds: 10 }),
         }),
       );
     }
@@ -385,6 +490,7 @@ async function main() {
       }),
       options,
       seeded: Math.max(SEEDED, options.preload),
+      ...(onPostgres && { postgresDatabases }),
       scenarios: summary,
       webhooks,
     };
@@ -406,6 +512,8 @@ async function main() {
   } finally {
     await stopServers(started);
     rmSync(folder, { recursive: true, force: true });
+    if (postgresDatabases.length > 0)
+      await dropPostgresDatabases(options['postgres-url'], postgresDatabases);
   }
 }
 
@@ -413,12 +521,18 @@ async function stopServers(started) {
   for (const server of started) server.child.kill('SIGTERM');
   await Promise.all(
     started.map(
-      (s) => new Promise((resolve) => (s.child.exitCode !== null ? resolve(0) : s.child.once('exit', resolve))),
+      (s) =>
+        new Promise((resolve) =>
+          s.child.exitCode !== null
+            ? resolve(0)
+            : s.child.once('exit', resolve),
+        ),
     ),
   );
 }
 
 function printTable(report) {
+  const fixed = (ratio) => (ratio === undefined ? '' : ratio.toFixed(2));
   const rows = [
     [
       'scenario',
@@ -458,18 +572,18 @@ function printTable(report) {
         String(m.p99Ms),
         String(m.errors),
         m.peakRssMb.toFixed(0),
-        name === 'service' ? serviceToFloor.toFixed(2) : '',
-        name === 'service' ? serviceToPeer.toFixed(2) : '',
-        name === 'service' ? serviceToNest.toFixed(2) : '',
-        name === 'nest' ? nestToPeer.toFixed(2) : '',
-        name === 'service' ? serviceToHardenedPeer.toFixed(2) : '',
+        name === 'service' ? fixed(serviceToFloor) : '',
+        name === 'service' ? fixed(serviceToPeer) : '',
+        name === 'service' ? fixed(serviceToNest) : '',
+        name === 'nest' ? fixed(nestToPeer) : '',
+        name === 'service' ? fixed(serviceToHardenedPeer) : '',
         ...(report.options.preload
-          ? [name === 'service' ? serviceToSmallTable.toFixed(2) : '']
+          ? [name === 'service' ? fixed(serviceToSmallTable) : '']
           : []),
         ...(report.options.against
           ? [
-              name === 'service' ? serviceToAgainst.toFixed(2) : '',
-              name === 'service-against' ? againstToNest.toFixed(2) : '',
+              name === 'service' ? fixed(serviceToAgainst) : '',
+              name === 'service-against' ? fixed(againstToNest) : '',
             ]
           : []),
       ]);
@@ -480,8 +594,8 @@ function printTable(report) {
   );
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
-      `${report.seeded} plants stored, synchronous=${report.options.synchronous}, ${report.node}` +
-        (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
+      `${report.seeded} plants stored, ${report.options.database === 'postgres' ? 'PostgreSQL' : `SQLite synchronous=${report.options.synchronous}`}, ${report.node}` +
+      (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
   );
   for (const row of rows)
     console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));

@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { Client } from 'pg';
+import { POSTGRES_ADMIN_URL } from './helpers/postgres';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder } from './helpers/test-app';
 
@@ -12,11 +14,12 @@ interface ServerFigures {
 }
 
 interface BenchReport {
+  postgresDatabases?: string[];
   scenarios: {
     scenario: string;
     servers: Record<string, ServerFigures>;
     serviceToFloor: number;
-    serviceToPeer: number;
+    serviceToPeer?: number;
     serviceToNest: number;
     nestToPeer: number;
     serviceToHardenedPeer: number;
@@ -105,6 +108,38 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       expect(figures.slowReceiverMaxOpen).toBeLessThanOrEqual(16);
     }
     expect(stdout).toMatch(/deliveries\/s to the fast receiver/);
+  });
+
+  it('drives the service and bare NestJS on PostgreSQL (--database postgres), each on a database of its own, dropped after', async () => {
+    const { report, stdout } = smokeRun(
+      '--database',
+      'postgres',
+      '--postgres-url',
+      POSTGRES_ADMIN_URL,
+    );
+    expect(stdout).toContain('PostgreSQL');
+    for (const { servers, serviceToNest, serviceToPeer } of report.scenarios) {
+      expect(Object.keys(servers).sort()).toEqual(['nest', 'service']);
+      for (const figures of Object.values(servers)) {
+        expect(figures.errors).toBe(0);
+        expect(figures.requestsPerSecond).toBeGreaterThan(0);
+      }
+      expect(serviceToNest).toBeGreaterThan(0);
+      // the SQLite-only servers are not in the run, nor their ratios
+      expect(serviceToPeer).toBeUndefined();
+    }
+    const admin = new Client({ connectionString: POSTGRES_ADMIN_URL });
+    await admin.connect();
+    try {
+      expect(report.postgresDatabases).toHaveLength(2);
+      const left = await admin.query(
+        'SELECT datname FROM pg_database WHERE datname = ANY($1)',
+        [report.postgresDatabases],
+      );
+      expect(left.rows).toEqual([]);
+    } finally {
+      await admin.end();
+    }
   });
 
   it('refuses --against a folder without a built service', () => {
