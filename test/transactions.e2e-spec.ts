@@ -2,8 +2,9 @@ import { Module } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { AppModule } from '../src/app.module';
 import { ServiceDeclarations } from '../src/cli/service-declarations';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryFailedError } from 'typeorm';
 import { EntitySql } from '../src/database/entity-sql';
+import { PortableDataSource } from '../src/database/portable-data-source';
 import { describeRequestProblem } from '../src/database/database-errors';
 import { EventPublisher } from '../src/events/event-publisher';
 import { createOrdersTables } from './fixtures/orders/create-tables';
@@ -337,6 +338,64 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
         [6n, 7],
       ),
     ).toEqual([Object.assign(new StockItem(), { plantId: 6n, quantity: 7 })]);
+  });
+
+  it("runs a statement outside a transaction as TypeORM's runner does: rows, changed rows, booleans as numbers, failures as QueryFailedError", async () => {
+    await stock(31n, 3);
+    await stock(32n, 4);
+    const portable = dataSource as PortableDataSource;
+    const viaRunner = async (sql: string, parameters: unknown[]) => {
+      const runner = dataSource.createQueryRunner();
+      try {
+        return await runner.query(sql, parameters, true);
+      } finally {
+        await runner.release();
+      }
+    };
+    const $ = new EntitySql(dataSource, StockItem).parameter;
+    const select = `SELECT plant_id, quantity FROM fixture_stock WHERE plant_id IN (${$(1)}, ${$(2)}) AND ${$(3)} ORDER BY plant_id`;
+    const sql =
+      testApp.engine === 'postgres' ? select : select.replace(/\?\d/g, '?');
+    for (let twice = 0; twice < 2; twice += 1) {
+      const direct = await portable.plainStatement(sql, [31n, 32n, true]);
+      expect(
+        (direct.records as { plant_id: bigint; quantity: unknown }[]).map(
+          (row) => [String(row.plant_id), Number(row.quantity)],
+        ),
+      ).toEqual([
+        ['31', 3],
+        ['32', 4],
+      ]);
+      expect(direct.records).toEqual(
+        (await viaRunner(sql, [31n, 32n, true])).records,
+      );
+    }
+    const update =
+      testApp.engine === 'postgres'
+        ? 'UPDATE fixture_stock SET quantity = quantity + 1 WHERE plant_id IN ($1, $2)'
+        : 'UPDATE fixture_stock SET quantity = quantity + 1 WHERE plant_id IN (?, ?)';
+    expect((await portable.plainStatement(update, [31n, 32n])).affected).toBe(
+      2,
+    );
+    const broken = await portable
+      .plainStatement('SELECT no_such_column FROM fixture_stock', [])
+      .catch((error: unknown) => error);
+    expect(broken).toBeInstanceOf(QueryFailedError);
+    expect((broken as QueryFailedError).query).toBe(
+      'SELECT no_such_column FROM fixture_stock',
+    );
+  });
+
+  it('refuses to run EntitySql on a data source other than the service’s', () => {
+    expect(
+      () =>
+        new EntitySql(
+          new DataSource({ type: 'better-sqlite3', database: ':memory:' }),
+          StockItem,
+        ),
+    ).toThrow(
+      "EntitySql runs on the service's PortableDataSource (database.module.ts)",
+    );
   });
 
   it("answers a schema's deliberate refusals as the request's fault, in their own words", async () => {

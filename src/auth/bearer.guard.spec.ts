@@ -14,11 +14,17 @@ describe('BearerGuard', () => {
   let metadata: Record<string, unknown>;
   /** The reasons counted in plant_store_authentication_failures_total, in order. */
   let counted: string[];
+  /** How many times the guard asked the reflector for a route's metadata. */
+  let reads: number;
 
   beforeEach(() => {
     metadata = {};
+    reads = 0;
     const reflector = {
-      getAllAndOverride: (key: string) => metadata[key],
+      getAllAndOverride: (key: string) => {
+        reads += 1;
+        return metadata[key];
+      },
     } as unknown as Reflector;
     counted = [];
     const metrics = {
@@ -29,14 +35,21 @@ describe('BearerGuard', () => {
     guard = new BearerGuard(reflector, metrics);
   });
 
-  /** A request as RequestAdmission leaves it: `bearer` is the token it proved, or null. */
+  /**
+   * A request as RequestAdmission leaves it: `bearer` is the token it proved, or null. Each
+   * context is a route of its own unless one is given (the guard reads a route's metadata once).
+   */
   function contextWith(
     authorization?: string,
     bearer?: ApiToken | null,
+    route: { handler: object; controller: object } = {
+      handler: () => undefined,
+      controller: class {},
+    },
   ): ExecutionContext {
     return {
-      getHandler: () => undefined,
-      getClass: () => undefined,
+      getHandler: () => route.handler,
+      getClass: () => route.controller,
       switchToHttp: () => ({
         getRequest: () => ({
           headers: authorization === undefined ? {} : { authorization },
@@ -46,11 +59,15 @@ describe('BearerGuard', () => {
     } as unknown as ExecutionContext;
   }
 
-  function failureOf(authorization?: string, bearer?: ApiToken | null) {
+  function failureOf(
+    authorization?: string,
+    bearer?: ApiToken | null,
+    route?: Parameters<typeof contextWith>[2],
+  ) {
     const countedBefore = counted.length;
     let error: unknown;
     try {
-      guard.canActivate(contextWith(authorization, bearer));
+      guard.canActivate(contextWith(authorization, bearer, route));
     } catch (caught) {
       error = caught;
     }
@@ -157,5 +174,21 @@ describe('BearerGuard', () => {
         'Bearer realm="plant-store", error="insufficient_scope", scope="plants:read plants:write webhooks:manage"',
       counted: ['insufficient_scope'],
     });
+  });
+
+  it("reads a route's metadata once, and each route's apart", () => {
+    metadata[REQUIRED_SCOPES_KEY] = ['plants:read'] satisfies Scope[];
+    const route = { handler: () => undefined, controller: class {} };
+    for (let i = 0; i < 3; i += 1) {
+      expect(
+        guard.canActivate(contextWith('Bearer pst_x', liveToken, route)),
+      ).toBe(true);
+    }
+    expect(reads).toBe(2);
+    // the same handler in another controller (an inherited method) is another route
+    metadata[REQUIRED_SCOPES_KEY] = ['plants:write'] satisfies Scope[];
+    const inherited = { handler: route.handler, controller: class {} };
+    expect(failureOf('Bearer pst_x', liveToken, inherited).status).toBe(403);
+    expect(reads).toBe(4);
   });
 });

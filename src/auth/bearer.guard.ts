@@ -16,6 +16,11 @@ import { Metrics } from '../metrics/metrics';
 
 const REALM = 'realm="plant-store"';
 
+interface RouteAccess {
+  isPublic: boolean;
+  required: readonly Scope[] | undefined;
+}
+
 /**
  * Denies by default: every route needs a live bearer token unless marked @Public(), and the
  * token must hold the scopes of @RequireScopes(); a route that declares neither admits no
@@ -29,11 +34,37 @@ export class BearerGuard implements CanActivate {
     private readonly metrics: Metrics,
   ) {}
 
-  canActivate(context: ExecutionContext): boolean {
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets)) {
-      return true;
+  /** Each route's access, read from its decorators once: they do not change after boot. */
+  private readonly routes = new WeakMap<object, WeakMap<object, RouteAccess>>();
+
+  private accessOf(context: ExecutionContext): RouteAccess {
+    const handler = context.getHandler();
+    const controller = context.getClass();
+    let byController = this.routes.get(handler);
+    if (byController === undefined) {
+      byController = new WeakMap();
+      this.routes.set(handler, byController);
     }
+    let access = byController.get(controller);
+    if (access === undefined) {
+      const targets = [handler, controller];
+      access = {
+        isPublic:
+          this.reflector.getAllAndOverride<boolean>(IS_PUBLIC_KEY, targets) ??
+          false,
+        required: this.reflector.getAllAndOverride<Scope[] | undefined>(
+          REQUIRED_SCOPES_KEY,
+          targets,
+        ),
+      };
+      byController.set(controller, access);
+    }
+    return access;
+  }
+
+  canActivate(context: ExecutionContext): boolean {
+    const { isPublic, required } = this.accessOf(context);
+    if (isPublic) return true;
     const request = context.switchToHttp().getRequest<AdmittedRequest>();
     if (request.headers.authorization === undefined) {
       this.metrics.authenticationFailures.inc({ reason: 'missing' });
@@ -57,10 +88,6 @@ export class BearerGuard implements CanActivate {
         `Bearer ${REALM}, error="invalid_token"`,
       );
     }
-    const required = this.reflector.getAllAndOverride<Scope[] | undefined>(
-      REQUIRED_SCOPES_KEY,
-      targets,
-    );
     if (!required || required.length === 0) {
       this.metrics.authenticationFailures.inc({ reason: 'insufficient_scope' });
       throw new HttpErrorWithHeaders(

@@ -25,11 +25,15 @@ import {
 export class EntitySql<Entity extends ObjectLiteral> {
   private readonly metadata: EntityMetadata;
   private readonly insertStatement: string;
+  private readonly dataSource: PortableDataSource;
 
-  constructor(
-    private readonly dataSource: DataSource,
-    entity: EntityTarget<Entity>,
-  ) {
+  constructor(dataSource: DataSource, entity: EntityTarget<Entity>) {
+    if (!(dataSource instanceof PortableDataSource)) {
+      throw new TypeError(
+        "EntitySql runs on the service's PortableDataSource (database.module.ts)",
+      );
+    }
+    this.dataSource = dataSource;
     this.metadata = dataSource.getMetadata(entity);
     const { driver } = dataSource;
     this.numbered =
@@ -104,25 +108,16 @@ export class EntitySql<Entity extends ObjectLiteral> {
 
   /**
    * Through a query runner, for results of the same shape on every engine (`DataSource.query`
-   * answers a DELETE with rows on one and `[rows, count]` on the other). Inside a transaction,
-   * its runner; elsewhere the driver's (`createPlainQueryRunner`), not `DataSource.createQueryRunner`, which also builds
-   * an EntityManager per call that plain SQL never uses.
+   * answers a DELETE with rows on one and `[rows, count]` on the other): inside a transaction,
+   * its runner; elsewhere the data source's `plainStatement`.
    */
-  private async run(text: string, values: unknown[]): Promise<QueryResult> {
+  private run(text: string, values: unknown[]): Promise<QueryResult> {
     const [sql, parameters] = this.numbered
       ? this.numbered.bind(text, values)
       : [text, values];
     const joined = transactionRunnerOf(this.dataSource);
     if (joined) return joined.query(sql, parameters, true);
-    const runner =
-      this.dataSource instanceof PortableDataSource
-        ? this.dataSource.createPlainQueryRunner()
-        : this.dataSource.driver.createQueryRunner('master');
-    try {
-      return await runner.query(sql, parameters, true);
-    } finally {
-      await runner.release();
-    }
+    return this.dataSource.plainStatement(sql, parameters);
   }
 
   private hydrate(row: Record<string, unknown>): Entity {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { jsonStringBytes, PageFiller } from './byte-bounded-page';
 
 describe('PageFiller', () => {
@@ -37,5 +38,28 @@ describe('PageFiller', () => {
 
   it('always takes the first item, however large', () => {
     expect(fill(['x'.repeat(500), 'y'], 2, 10)).toEqual(['x'.repeat(500)]);
+  });
+});
+
+describe('jsonStringBytes', () => {
+  const definition = (text: string) => Buffer.byteLength(JSON.stringify(text));
+
+  it('counts what JSON.stringify writes in UTF-8, for any string', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        expect(jsonStringBytes(text)).toBe(definition(text));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('counts the characters around the plain ASCII range as JSON writes them', () => {
+    for (let code = 0; code < 0x100; code += 1) {
+      const text = `a${String.fromCharCode(code)}b`;
+      expect([code, jsonStringBytes(text)]).toEqual([code, definition(text)]);
+    }
+    for (const text of ['', '"', '\\', '\u2028', '\ud800', 'plain name']) {
+      expect(jsonStringBytes(text)).toBe(definition(text));
+    }
   });
 });
