@@ -52,6 +52,10 @@ function parseArguments(argv) {
     // KEY=VALUE[,...] for `service-against` instead of --service-env: `--against . --service-env
     // METRICS_PORT=0 --against-env ''` measures a setting on against off, in one run
     'against-env': undefined,
+    // NAME=DIR[,NAME=DIR...]: more builds beside the service, each run as server NAME with the
+    // service's settings; the table gives each one's ratio to the service (a feature's cost,
+    // measured with throwaway builds that leave it out, in one run)
+    variants: '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i].replace(/^--/, '');
@@ -87,6 +91,18 @@ function parseArguments(argv) {
     throw new Error(
       `--against needs a folder with a built service, ${join(options.against, 'dist', 'main.js')} is missing`,
     );
+  options.variantBuilds = options.variants
+    .split(',')
+    .filter(Boolean)
+    .map((assignment) => {
+      const at = assignment.indexOf('=');
+      const [name, dir] = [assignment.slice(0, at), assignment.slice(at + 1)];
+      if (at < 1 || !existsSync(join(dir, 'dist', 'main.js')))
+        throw new Error(
+          `--variants is NAME=DIR[,NAME=DIR...], each DIR with a built service; got ${assignment}`,
+        );
+      return { name, dir };
+    });
   if (options['against-node'] && !options.against)
     throw new Error('--against-node goes with --against');
   options.againstNode = options['against-node'] || process.execPath;
@@ -364,6 +380,12 @@ async function main() {
           },
         ]
       : []),
+    ...options.variantBuilds.map(({ name, dir }) => ({
+      ...SERVERS[0],
+      name,
+      script: join(dir, 'dist', 'main.js'),
+      root: dir,
+    })),
   ];
   try {
     const files = Object.fromEntries(
@@ -450,6 +472,14 @@ async function main() {
         serviceToHardenedPeer: ratio('service', 'peer-hardened'),
         ...(options.preload && {
           serviceToSmallTable: ratio('service', 'service-small-table'),
+        }),
+        ...(options.variantBuilds.length > 0 && {
+          variantToService: Object.fromEntries(
+            options.variantBuilds.map(({ name }) => [
+              name,
+              ratio(name, 'service'),
+            ]),
+          ),
         }),
         ...(options.against && {
           serviceToAgainst: ratio('service', 'service-against'),
@@ -549,6 +579,7 @@ function printTable(report) {
       'service/peer-hardened',
       ...(report.options.preload ? ['service/small-table'] : []),
       ...(report.options.against ? ['service/against', 'against/nest'] : []),
+      ...(report.options.variantBuilds.length > 0 ? ['variant/service'] : []),
     ],
   ];
   for (const {
@@ -562,6 +593,7 @@ function printTable(report) {
     serviceToSmallTable,
     serviceToAgainst,
     againstToNest,
+    variantToService,
   } of report.scenarios) {
     for (const [name, m] of Object.entries(servers)) {
       rows.push([
@@ -585,6 +617,9 @@ function printTable(report) {
               name === 'service' ? fixed(serviceToAgainst) : '',
               name === 'service-against' ? fixed(againstToNest) : '',
             ]
+          : []),
+        ...(report.options.variantBuilds.length > 0
+          ? [fixed(variantToService?.[name])]
           : []),
       ]);
     }

@@ -24,6 +24,7 @@ interface BenchReport {
     nestToPeer: number;
     serviceToHardenedPeer: number;
     serviceToAgainst?: number;
+    variantToService?: Record<string, number>;
   }[];
   webhooks: {
     name: string;
@@ -54,9 +55,14 @@ function smokeRun(...args: string[]): { report: BenchReport; stdout: string } {
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
 describe('the benchmark harness (bench/run.js --smoke)', () => {
-  it('drives the service, the floor, the peer bare and hardened, bare NestJS and another build (--against) through every scenario without an error', () => {
+  it('drives the service, the floor, the peer bare and hardened, bare NestJS, another build (--against) and a variant (--variants) through every scenario without an error', () => {
     // --against this very checkout: the option's plumbing, not a comparison
-    const { report, stdout } = smokeRun('--against', ROOT);
+    const { report, stdout } = smokeRun(
+      '--against',
+      ROOT,
+      '--variants',
+      `same-build=${ROOT}`,
+    );
 
     expect(report.scenarios.map(({ scenario }) => scenario)).toEqual([
       'POST /plants',
@@ -71,15 +77,18 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       nestToPeer,
       serviceToHardenedPeer,
       serviceToAgainst,
+      variantToService,
     } of report.scenarios) {
       expect(Object.keys(servers).sort()).toEqual([
         'floor',
         'nest',
         'peer',
         'peer-hardened',
+        'same-build',
         'service',
         'service-against',
       ]);
+      expect(variantToService?.['same-build']).toBeGreaterThan(0);
       for (const figures of Object.values(servers)) {
         expect(figures.errors).toBe(0);
         expect(figures.requestsPerSecond).toBeGreaterThan(0);
