@@ -4,8 +4,49 @@ import Database from 'better-sqlite3';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { runCliProcess, startServiceProcess } from './helpers/service-process';
+import pino from 'pino';
 import { DataSource } from 'typeorm';
 import { makeTempFolder, startTestApp } from './helpers/test-app';
+
+/** Every line the in-process apps of this file log, at info level. */
+const logged: { level: number; msg: string; context?: string }[] = [];
+
+beforeAll(() => {
+  jest.spyOn(pino, 'destination').mockReturnValue({
+    write: (line: string) => logged.push(JSON.parse(line) as never),
+  } as unknown as ReturnType<typeof pino.destination>);
+});
+
+afterAll(() => jest.restoreAllMocks());
+
+/** The Database's state lines logged since `from` (an index into `logged`). */
+function databaseLinesSince(from: number) {
+  return logged
+    .slice(from)
+    .filter((line) => line.context === 'Database')
+    .map(({ level, msg }) => ({ level, msg }));
+}
+
+/**
+ * Reads that succeed while writes are refused: readiness and the webhook dispatcher's poll
+ * (every 100 ms here) find the database answering. Between them, a failed write.
+ */
+async function writesBetweenReads(
+  testApp: Awaited<ReturnType<typeof startTestApp>>,
+  write: () => Promise<{ status: number }>,
+): Promise<void> {
+  for (let round = 0; round < 3; round += 1) {
+    expect((await write()).status).toBe(503);
+    // past the 1 s for which readiness reuses its answer, and several polls
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await testApp.http().get('/health/ready').expect(200);
+  }
+}
+
+/** An app that logs its state changes, with the dispatcher polling every 100 ms. */
+const LOGGING_APP = {
+  env: { LOG_LEVEL: 'info', WEBHOOKS_POLL_INTERVAL: '100ms' },
+};
 
 describe('faults of the service process', () => {
   let folder: ReturnType<typeof makeTempFolder>;
@@ -116,7 +157,8 @@ describe('faults of the service process', () => {
 
 describe('a full database', () => {
   it('answers creates with 503, writes nothing, keeps serving reads, and recovers when space returns', async () => {
-    const testApp = await startTestApp();
+    const testApp = await startTestApp(LOGGING_APP);
+    const from = logged.length;
     try {
       const token = await testApp.issueToken();
       const post = (id: number) =>
@@ -162,8 +204,22 @@ describe('a full database', () => {
         .set('Authorization', `Bearer ${token}`)
         .expect(200);
 
+      await writesBetweenReads(testApp, () => post(11_000));
+
       await dataSource.query('PRAGMA max_page_count = 1073741823');
       await post(10_000).expect(200);
+      // one line when writes were first refused, one when they were taken again: reads in
+      // between do not end the outage, and each refused write does not start another
+      expect(databaseLinesSince(from)).toEqual([
+        {
+          level: 40,
+          msg: 'Database refuses writes (SqliteError: database or disk is full): writes get 503 until it takes them again; reads are served',
+        },
+        {
+          level: 30,
+          msg: 'Database takes writes again: serving writes again',
+        },
+      ]);
       const after = testApp.openDatabase();
       expect(
         (
@@ -181,7 +237,8 @@ describe('a full database', () => {
 
 describe('a read-only database', () => {
   it('answers creates and deletes with 503, keeps serving reads, and recovers when it is writable again', async () => {
-    const testApp = await startTestApp();
+    const testApp = await startTestApp(LOGGING_APP);
+    const from = logged.length;
     try {
       const token = await testApp.issueToken();
       const auth = { Authorization: `Bearer ${token}` };
@@ -208,6 +265,9 @@ describe('a read-only database', () => {
       await testApp.http().delete('/plants/1').set(auth).expect(503);
       await testApp.http().get('/plants/1').set(auth).expect(200);
       await testApp.http().get('/plants').set(auth).expect(200);
+      await writesBetweenReads(testApp, () =>
+        testApp.http().delete('/plants/1').set(auth),
+      );
 
       await dataSource.query('PRAGMA query_only = OFF');
       await testApp
@@ -216,6 +276,18 @@ describe('a read-only database', () => {
         .set(auth)
         .send({ id: 2, name: 'After' })
         .expect(200);
+      expect(databaseLinesSince(from)).toEqual([
+        {
+          level: 40,
+          msg: expect.stringMatching(
+            /^Database refuses writes \(.+\): writes get 503 until it takes them again; reads are served$/,
+          ),
+        },
+        {
+          level: 30,
+          msg: 'Database takes writes again: serving writes again',
+        },
+      ]);
       const db = testApp.openDatabase();
       expect(
         db.prepare('SELECT id, name FROM plants ORDER BY id').all(),

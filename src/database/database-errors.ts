@@ -209,6 +209,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   );
 }
 
+/**
+ * The database answers but takes no writes: a full disk (SQLITE_FULL, PostgreSQL's disk_full
+ * 53100) or a read-only file or server (SQLITE_READONLY, 25006). Reads are still served, so
+ * such an outage ends with a write that succeeds, not with the next read.
+ */
+export function isWriteRefused(error: unknown): boolean {
+  const code = driverCodeOf(error);
+  return (
+    code !== undefined &&
+    /^(SQLITE_(FULL|READONLY)(_.*)?|53100|25006)$/.test(code)
+  );
+}
+
 /** Connection failures the operator fixes in DATABASE_URL or on the server, by their code. */
 const CONNECT_FAILURES: Record<
   string,

@@ -76,7 +76,7 @@ export class EntitySql<Entity extends ObjectLiteral> {
       driver.preparePersistentValue(column.getEntityValue(entity), column),
     );
     try {
-      await this.run(this.insertStatement, values);
+      await this.write(this.insertStatement, values);
     } catch (error) {
       const columns = uniqueKeyColumnsOf(error);
       if (!columns) throw error;
@@ -103,7 +103,14 @@ export class EntitySql<Entity extends ObjectLiteral> {
 
   /** Runs an INSERT, UPDATE or DELETE; resolves to the number of rows it changed. */
   async execute(sql: string, parameters: unknown[]): Promise<number> {
-    return (await this.run(sql, parameters)).affected ?? 0;
+    return (await this.write(sql, parameters)).affected ?? 0;
+  }
+
+  /** A write; outside a transaction it is committed once it has run. */
+  private async write(text: string, values: unknown[]): Promise<QueryResult> {
+    const result = await this.run(text, values);
+    if (!transactionRunnerOf(this.dataSource)) this.dataSource.writeCommitted();
+    return result;
   }
 
   /**

@@ -102,6 +102,9 @@ export class PortableDataSource extends DataSource {
    */
   readonly statementWrappers: StatementWrapper[] = [];
 
+  /** Told of every committed write (`writeCommitted`). */
+  private readonly commitListeners: (() => void)[] = [];
+
   /** `run`, inside statementWrappers. */
   private observed(run: QueryRunner['query']): QueryRunner['query'] {
     // three parameters, not a rest parameter: every statement of the service passes here
@@ -118,6 +121,22 @@ export class PortableDataSource extends DataSource {
       }
       return call();
     }) as QueryRunner['query'];
+  }
+
+  /**
+   * `listener` runs after each committed write: evidence that the database takes writes
+   * (DatabaseAvailability ends an outage of refused writes with it).
+   */
+  afterCommit(listener: () => void): void {
+    this.commitListeners.push(listener);
+  }
+
+  /**
+   * A write was committed: a transaction of `transaction()`, or a statement that changed rows
+   * outside every transaction (EntitySql's writes), which SQL commits on its own.
+   */
+  writeCommitted(): void {
+    for (const listener of this.commitListeners) listener();
   }
 
   /** A server that refuses us at start is reported in one line saying what to fix. */
@@ -204,6 +223,7 @@ export class PortableDataSource extends DataSource {
           try {
             const result = await work(owner.manager);
             await owner.commitTransaction();
+            this.writeCommitted();
             return result;
           } catch (error) {
             if (owner.isTransactionActive) {

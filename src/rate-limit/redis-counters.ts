@@ -63,11 +63,10 @@ export class RedisCounters
   implements RateLimitCounters, OnModuleInit, OnModuleDestroy
 {
   private readonly redis: CountingRedis;
-  private readonly state = new DependencyState(
-    'Redis',
-    'rate limits are not applied until it does',
-    'rate limits apply',
-  );
+  private readonly state = new DependencyState('Redis', {
+    meanwhile: 'rate limits are not applied until it does',
+    onReturn: 'rate limits apply',
+  });
   private readonly timeoutMs: number;
   private readonly retryAfterMs: number;
   /** While Redis fails: when to ask it again; 0 while it answers. */

@@ -1,0 +1,97 @@
+import { Logger } from '@nestjs/common';
+import { QueryFailedError, type DataSource } from 'typeorm';
+import { DatabaseAvailability } from './database-availability';
+import { isWriteRefused } from './database-errors';
+import { PortableDataSource } from './portable-data-source';
+
+const failed = (code: string, message = code) =>
+  new QueryFailedError(
+    'INSERT',
+    [],
+    Object.assign(new Error(message), { code }),
+  );
+
+describe('isWriteRefused', () => {
+  it.each([
+    'SQLITE_FULL',
+    'SQLITE_READONLY',
+    'SQLITE_READONLY_DBMOVED',
+    '53100',
+    '25006',
+  ])('holds %s for a database that answers but takes no writes', (code) => {
+    expect(isWriteRefused(failed(code))).toBe(true);
+  });
+
+  it.each(['SQLITE_BUSY', 'SQLITE_IOERR', 'SQLITE_FULLY', '53200', '08006'])(
+    'does not hold %s',
+    (code) => {
+      expect(isWriteRefused(failed(code))).toBe(false);
+    },
+  );
+
+  it('does not hold an error without a code', () => {
+    expect(isWriteRefused(new Error('database or disk is full'))).toBe(false);
+  });
+});
+
+describe('DatabaseAvailability', () => {
+  let warn: jest.SpyInstance;
+  let log: jest.SpyInstance;
+
+  beforeEach(() => {
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation();
+    log = jest.spyOn(Logger.prototype, 'log').mockImplementation();
+  });
+
+  afterEach(() => jest.restoreAllMocks());
+
+  /** An availability whose data source's `writeCommitted` is real. */
+  function withDataSource(): {
+    availability: DatabaseAvailability;
+    dataSource: PortableDataSource;
+  } {
+    const dataSource = Object.create(
+      PortableDataSource.prototype,
+    ) as PortableDataSource;
+    Object.assign(dataSource, { commitListeners: [] });
+    const availability = new DatabaseAvailability(
+      dataSource as unknown as DataSource,
+    );
+    availability.onModuleInit();
+    return { availability, dataSource };
+  }
+
+  it('logs refused writes once, keeps answering reads, and ends only with a committed write', () => {
+    const { availability, dataSource } = withDataSource();
+    for (let i = 0; i < 3; i += 1) {
+      availability.wentAway(failed('SQLITE_FULL', 'database or disk is full'));
+      // a read that succeeds, as readiness and the dispatcher's poll report it
+      availability.cameBack();
+    }
+    expect(warn.mock.calls).toEqual([
+      [
+        'Database refuses writes (database or disk is full): writes get 503 until it takes them again; reads are served',
+      ],
+    ]);
+    expect(log).not.toHaveBeenCalled();
+    expect(availability.answers).toBe(true);
+
+    dataSource.writeCommitted();
+    dataSource.writeCommitted();
+    expect(log.mock.calls).toEqual([
+      ['Database takes writes again: serving writes again'],
+    ]);
+  });
+
+  it('keeps an unreachable database apart: its outage ends with a read', () => {
+    const { availability, dataSource } = withDataSource();
+    availability.wentAway(failed('ECONNREFUSED', 'connect ECONNREFUSED'));
+    expect(availability.answers).toBe(false);
+    dataSource.writeCommitted();
+    expect(availability.answers).toBe(false);
+    availability.cameBack();
+    expect(availability.answers).toBe(true);
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(log.mock.calls).toEqual([['Database answers again: serving again']]);
+  });
+});
