@@ -166,23 +166,23 @@ export class WebhookDispatcher
   private async startDueAttempts(): Promise<void> {
     const free = this.freeSlots();
     if (free <= 0) return;
-    const now = new Date();
-    const { due, subscriptionById } = await this.dueDeliveries(free, now);
-
-    // no other poll runs meanwhile (this.polling): what is claimed here is started below; a
-    // claim whose attempt never starts (an error on the way) expires in the database
-    const claimed: WebhookDelivery[] = [];
-    for (const delivery of due) {
-      if (this.inFlight.has(delivery.id)) continue;
-      if (await this.claim(delivery, now)) claimed.push(delivery);
-    }
-    if (claimed.length === 0) return;
-
+    const { due, subscriptionById } = await this.dueDeliveries(
+      free,
+      new Date(),
+    );
+    const waiting = due.filter((delivery) => !this.inFlight.has(delivery.id));
+    if (waiting.length === 0) return;
     const events = await this.events.findBy({
-      id: In(claimed.map((delivery) => delivery.eventId)),
+      id: In(waiting.map((delivery) => delivery.eventId)),
     });
     const eventById = new Map(events.map((e) => [e.id, e]));
-    for (const delivery of claimed) {
+
+    // no other poll runs meanwhile (this.polling). Each attempt starts as soon as its own claim
+    // is taken, and the claim runs from when it is taken: on a loaded database the claims of
+    // one poll can take longer together than a claim's margin, and an attempt started after
+    // all of them would find its claim too short to send, poll after poll
+    for (const delivery of waiting) {
+      if (!(await this.claim(delivery, new Date()))) continue;
       this.track(delivery, +1);
       const attempt = this.attempt(
         delivery,
