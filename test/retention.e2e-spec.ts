@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, In } from 'typeorm';
 import { OutboxEvent } from '../src/events/outbox-event.entity';
 import {
+  GIVEN_UP_ERROR,
   RETENTION_BATCH,
   RetentionService,
 } from '../src/webhooks/retention.service';
@@ -27,6 +28,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
       env: {
         EVENTS_RETENTION: '1d',
         EVENTS_FAILED_RETENTION: '3d',
+        WEBHOOKS_RETRY_WINDOW: '12h',
         RETENTION_INTERVAL: '1h',
       },
     });
@@ -82,14 +84,15 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     const many = 2 * RETENTION_BATCH + 500;
     await events(many, 2 * DAY, 'delivered');
     await events(10, 2 * DAY, 'cancelled');
-    await events(5, 2 * DAY, 'pending');
     await events(5, 2 * DAY, 'failed');
     await events(5, 4 * DAY, 'failed');
     await events(20, HOUR, 'delivered');
+    await events(5, HOUR, 'pending');
     await events(3, 2 * DAY, null);
 
     const pruned = await testApp.app.get(RetentionService).prune(new Date());
     expect(pruned).toEqual({
+      givenUp: 0,
       deliveries: many + 10 + 5,
       events: many + 10 + 5 + 3,
     });
@@ -110,9 +113,52 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
 
     // bounded: a second run finds nothing more
     expect(await testApp.app.get(RetentionService).prune(new Date())).toEqual({
+      givenUp: 0,
       deliveries: 0,
       events: 0,
     });
+  });
+
+  it('gives up pending deliveries older than the retry window, in batches, but not one being attempted', async () => {
+    await dataSource.getRepository(WebhookDelivery).clear();
+    await dataSource.getRepository(OutboxEvent).clear();
+    const many = RETENTION_BATCH + 20;
+    // a receiver paused for days: its deliveries were never attempted
+    await events(many, 13 * HOUR, 'pending');
+    await events(1, 13 * HOUR, 'pending');
+    await events(3, 11 * HOUR, 'pending');
+    const deliveries = dataSource.getRepository(WebhookDelivery);
+    const inFlight = (
+      await deliveries.find({
+        where: { eventId: `evt_${serial - 3}` },
+      })
+    )[0];
+    await deliveries.update(
+      { id: inFlight.id },
+      { claimedUntil: new Date(Date.now() + 60_000) },
+    );
+
+    const now = new Date();
+    const pruned = await testApp.app.get(RetentionService).prune(now);
+    expect(pruned).toEqual({ givenUp: many, deliveries: 0, events: 0 });
+    const left = await testApp.query<{ status: string; n: bigint }>(
+      'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status ORDER BY status',
+    );
+    expect(left.map(({ status, n }) => [status, Number(n)])).toEqual([
+      ['failed', many],
+      ['pending', 4],
+    ]);
+    const givenUp = await deliveries.find({
+      where: { status: 'failed' },
+      take: 1,
+    });
+    expect(givenUp[0]).toMatchObject({
+      lastError: GIVEN_UP_ERROR,
+      attempts: 0,
+      nextAttemptAt: now,
+    });
+    // kept for EVENTS_FAILED_RETENTION, like every failed delivery, with their events
+    expect(await count('events')).toBe(many + 4);
   });
 
   it('runs by itself every RETENTION_INTERVAL', async () => {

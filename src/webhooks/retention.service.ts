@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { In, LessThan, Repository, type ObjectLiteral } from 'typeorm';
+import { In, IsNull, LessThan, Repository, type ObjectLiteral } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { isDatabaseUnavailable } from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
@@ -20,12 +20,20 @@ export const RETENTION_BATCH = 1000;
 const BATCH_PAUSE_MS = 20;
 
 export interface Pruned {
+  /** Pending deliveries past the retry window, marked failed. */
+  givenUp: number;
   deliveries: number;
   events: number;
 }
 
+/** What a delivery given up by retention says in its lastError. */
+export const GIVEN_UP_ERROR =
+  'not delivered within the retry window (WEBHOOKS_RETRY_WINDOW): given up';
+
 /**
- * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): delivered
+ * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): pending
+ * deliveries older than the retry window are given up (failed), since no attempt could still
+ * be made for them (those of a paused receiver are not attempted); delivered
  * and cancelled deliveries older than EVENTS_RETENTION, failed ones older than
  * EVENTS_FAILED_RETENTION, then the events no delivery still refers to and older than
  * EVENTS_RETENTION, all in batches of RETENTION_BATCH rows. A pending delivery and its event are
@@ -67,7 +75,12 @@ export class RetentionService
 
   private async run(): Promise<void> {
     try {
-      const { deliveries, events } = await this.prune(new Date());
+      const { givenUp, deliveries, events } = await this.prune(new Date());
+      if (givenUp > 0) {
+        this.logger.warn(
+          `retention: gave up ${givenUp} webhook deliveries not delivered within the retry window`,
+        );
+      }
       if (deliveries + events > 0) {
         this.logger.log(
           `retention: deleted ${deliveries} webhook deliveries and ${events} events`,
@@ -83,6 +96,10 @@ export class RetentionService
   async prune(now: Date): Promise<Pruned> {
     const before = (ms: number) => new Date(now.getTime() - ms);
     const kept = before(this.config.retentionMs);
+    const givenUp = await this.giveUpPending(
+      before(this.config.retryWindowMs),
+      now,
+    );
     const deliveries =
       (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
       (await this.deleteDeliveries(
@@ -100,7 +117,44 @@ export class RetentionService
         .limit(batch)
         .getRawMany<{ id: string }>(),
     );
-    return { deliveries, events };
+    return { givenUp, deliveries, events };
+  }
+
+  /**
+   * Pending deliveries made before `olderThan` and not being attempted now become failed: the
+   * rows of a receiver paused for longer than the retry window would otherwise stay pending,
+   * and kept, for ever.
+   */
+  private async giveUpPending(olderThan: Date, now: Date): Promise<number> {
+    const expired = {
+      status: 'pending' as const,
+      createdAt: LessThan(olderThan),
+    };
+    // not while an attempt runs: its outcome is recorded by the dispatcher
+    const idle = [
+      { ...expired, claimedUntil: IsNull() },
+      { ...expired, claimedUntil: LessThan(now) },
+    ];
+    let givenUp = 0;
+    for (;;) {
+      const rows = await this.deliveries.find({
+        select: { id: true },
+        where: idle,
+        take: RETENTION_BATCH,
+      });
+      if (rows.length > 0) {
+        const ids = In(rows.map(({ id }) => id));
+        const { affected } = await this.deliveries.update(
+          idle.map((where) => ({ ...where, id: ids })),
+          { status: 'failed', lastError: GIVEN_UP_ERROR, nextAttemptAt: now },
+        );
+        givenUp += affected ?? 0;
+      }
+      if (rows.length < RETENTION_BATCH || this.shutdown.signal.aborted) {
+        return givenUp;
+      }
+      await sleep(BATCH_PAUSE_MS);
+    }
   }
 
   private deleteDeliveries(
