@@ -1,12 +1,17 @@
 // @ts-check
-// npm run bench:retention [-- --duration 90 --workers 4]
+// npm run bench:retention [-- --duration 90 --workers 4 --report 10]
+//                          [--database postgres --postgres-url postgres://postgres@127.0.0.1:5432/postgres]
 // Plants added and deleted without pause, each change an event delivered to a local receiver,
 // for `duration` seconds: once with retention at 20 s (swept every 5 s) and once with it out of
-// the way (1000 days). Every 10 s it prints the database's size on disk, its events and
-// deliveries, and the POST latency of that window: with retention they stay flat.
+// the way (1000 days). Every `report` seconds it prints the database's size on disk, its events
+// and deliveries, and the POST latency of that window: with retention they stay flat. On
+// PostgreSQL each run gets a database of its own on the server --postgres-url names, dropped
+// after; its size is pg_database_size.
 'use strict';
 const Database = require('better-sqlite3');
+const { randomBytes } = require('node:crypto');
 const { statSync } = require('node:fs');
+const { Client } = require('pg');
 const { createServer } = require('node:http');
 const { ROOT, cliToken, option, startBuiltService } = require('./built-service');
 
@@ -24,7 +29,55 @@ function sizeMb(file) {
   return bytes / 1024 ** 2;
 }
 
-async function run(label, retention, duration, workers) {
+/** `--name value` from the command line as text, or the fallback. */
+function textOption(name, fallback) {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? fallback : process.argv[index + 1];
+}
+
+/** What the report reads from the database: its size in MB and a table's rows. */
+function sqliteReader(file) {
+  const reader = new Database(file, { readonly: true });
+  return {
+    sizeMb: async () => sizeMb(file),
+    count: async (table) => /** @type {{ n: number }} */ (reader.prepare(`SELECT count(*) AS n FROM ${table}`).get()).n,
+    close: async () => reader.close(),
+  };
+}
+
+async function postgresReader(url) {
+  const reader = new Client({ connectionString: url });
+  await reader.connect();
+  return {
+    sizeMb: async () =>
+      Number((await reader.query('SELECT pg_database_size(current_database()) AS bytes')).rows[0].bytes) / 1024 ** 2,
+    count: async (table) => Number((await reader.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n),
+    close: () => reader.end(),
+  };
+}
+
+/** A fresh database on the server of `adminUrl`: its URL, and a way to drop it. */
+async function postgresDatabase(adminUrl) {
+  const name = `plant_store_retention_${randomBytes(6).toString('hex')}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+    },
+  };
+}
+
+async function run(label, retention, { duration, workers, reportSeconds, postgresUrl }) {
+  const postgres = postgresUrl ? await postgresDatabase(postgresUrl) : undefined;
   const receiver = createServer((request, response) => {
     request.resume();
     request.on('end', () => response.writeHead(204).end());
@@ -42,6 +95,7 @@ async function run(label, retention, duration, workers) {
       EVENTS_RETENTION: retention,
       RETENTION_INTERVAL: '5s',
       LOG_LEVEL: 'error',
+      ...(postgres && { DATABASE_URL: postgres.url }),
     },
     {
       prepare: (file, env) => {
@@ -50,7 +104,7 @@ async function run(label, retention, duration, workers) {
       },
     },
   );
-  const reader = new Database(databaseFile, { readonly: true });
+  const reader = postgres ? await postgresReader(postgres.url) : sqliteReader(databaseFile);
   try {
     const subscribed = await fetch(`${base}/webhooks/subscriptions`, {
       method: 'POST',
@@ -74,36 +128,56 @@ async function run(label, retention, duration, workers) {
       }
     };
     console.log(`${label}: EVENTS_RETENTION=${retention}`);
-    console.log('  s   DB MB  events  deliveries  POST p50 ms  p99 ms');
-    const report = setInterval(() => {
+    console.log('  s   DB MB  events  deliveries  pending  POST p50 ms  p99 ms');
+    let reporting = Promise.resolve();
+    const printLine = async () => {
       const latencies = window.sort((a, b) => a - b);
       window = [];
-      const count = (table) => /** @type {{ n: number }} */ (reader.prepare(`SELECT count(*) AS n FROM ${table}`).get()).n;
+      const seconds = Math.round((Date.now() - started) / 1000);
+      // one after the other: a pg client runs one query at a time
+      const size = await reader.sizeMb();
+      const events = await reader.count('events');
+      const deliveries = await reader.count('webhook_deliveries');
+      const pending = await reader.count(`webhook_deliveries WHERE status = 'pending'`);
       console.log(
         [
-          String(Math.round((Date.now() - started) / 1000)).padStart(4),
-          sizeMb(databaseFile).toFixed(1).padStart(7),
-          String(count('events')).padStart(7),
-          String(count('webhook_deliveries')).padStart(11),
+          String(seconds).padStart(4),
+          size.toFixed(1).padStart(7),
+          String(events).padStart(7),
+          String(deliveries).padStart(11),
+          String(pending).padStart(8),
           percentile(latencies, 50).toFixed(1).padStart(12),
           percentile(latencies, 99).toFixed(1).padStart(7),
         ].join(' '),
       );
-    }, 10_000);
+    };
+    const report = setInterval(() => {
+      reporting = reporting.then(printLine);
+    }, reportSeconds * 1000);
     await Promise.all(Array.from({ length: workers }, worker));
     clearInterval(report);
+    await reporting;
   } finally {
-    reader.close();
+    await reader.close();
     await stop();
     receiver.close();
+    await postgres?.drop();
   }
 }
 
 async function main() {
-  const duration = option('duration', 90);
-  const workers = option('workers', 4);
-  await run('with retention', '20s', duration, workers);
-  await run('without', '1000d', duration, workers);
+  const database = textOption('database', 'sqlite');
+  if (database !== 'sqlite' && database !== 'postgres') throw new Error('--database is sqlite or postgres');
+  const settings = {
+    duration: option('duration', 90),
+    workers: option('workers', 4),
+    reportSeconds: option('report', 10),
+    postgresUrl:
+      database === 'postgres' ? textOption('postgres-url', 'postgres://postgres@127.0.0.1:5432/postgres') : undefined,
+  };
+  console.log(`${database === 'postgres' ? 'PostgreSQL' : 'SQLite'}, ${settings.workers} workers, ${settings.duration} s a run`);
+  await run('with retention', '20s', settings);
+  await run('without', '1000d', settings);
 }
 
 main().catch((error) => {
