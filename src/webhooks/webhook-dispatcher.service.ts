@@ -25,6 +25,7 @@ import { OutboxEvent } from '../events/outbox-event.entity';
 import { Metrics } from '../metrics/metrics';
 import { traced } from '../tracing/tracing';
 import { nextAttemptAt } from './retry-schedule';
+import { DeliveryClaims } from './delivery-claims';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSender, type AttemptOutcome } from './webhook-sender';
 import { WebhookSubscription } from './webhook-subscription.entity';
@@ -113,6 +114,7 @@ export class WebhookDispatcher
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
     private readonly sender: WebhookSender,
+    private readonly claims: DeliveryClaims,
     private readonly database: DatabaseAvailability,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly metrics: Metrics,
@@ -177,12 +179,19 @@ export class WebhookDispatcher
     });
     const eventById = new Map(events.map((e) => [e.id, e]));
 
-    // no other poll runs meanwhile (this.polling). Each attempt starts as soon as its own claim
-    // is taken, and the claim runs from when it is taken: on a loaded database the claims of
-    // one poll can take longer together than a claim's margin, and an attempt started after
-    // all of them would find its claim too short to send, poll after poll
+    // no other poll runs meanwhile (this.polling): what is claimed here is started at once. The
+    // claim runs from when it is taken, not from when the poll began: on a loaded database the
+    // poll's queries can take longer than a claim's margin, and a claim dated from before them
+    // would be too short to send, poll after poll. A claim whose attempt never starts (an
+    // error on the way) expires in the database
+    const now = new Date();
+    const claimedUntil = new Date(
+      now.getTime() + this.config.timeoutMs + CLAIM_MARGIN_MS,
+    );
+    const claimed = await this.claims.claim(waiting, now, claimedUntil);
     for (const delivery of waiting) {
-      if (!(await this.claim(delivery, new Date()))) continue;
+      if (!claimed.has(delivery.id)) continue;
+      delivery.claimedUntil = claimedUntil;
       this.track(delivery, +1);
       const attempt = this.attempt(
         delivery,
@@ -271,31 +280,6 @@ export class WebhookDispatcher
 
   private release(delivery: WebhookDelivery): void {
     if (this.inFlight.delete(delivery.id)) this.track(delivery, -1);
-  }
-
-  /**
-   * Takes a delivery for this instance until the attempt can no longer be running. Of several
-   * instances that saw it due, the database lets one update win; the others skip it. The row
-   * must still be as it was read: due, and at the attempt count read, so an instance that read
-   * it before another recorded a failed attempt cannot send that attempt a second time.
-   */
-  private async claim(delivery: WebhookDelivery, now: Date): Promise<boolean> {
-    const claimedUntil = new Date(
-      now.getTime() + this.config.timeoutMs + CLAIM_MARGIN_MS,
-    );
-    const { affected } = await this.deliveries
-      .createQueryBuilder()
-      .update()
-      .set({ claimedUntil })
-      .where('id = :id', { id: delivery.id })
-      .andWhere("status = 'pending'")
-      .andWhere('attempts = :attempts', { attempts: delivery.attempts })
-      .andWhere('next_attempt_at <= :now', { now })
-      .andWhere('(claimed_until IS NULL OR claimed_until < :now)', { now })
-      .execute();
-    if (affected !== 1) return false;
-    delivery.claimedUntil = claimedUntil;
-    return true;
   }
 
   /**

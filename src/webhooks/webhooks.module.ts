@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DeliveryClaims } from './delivery-claims';
 import { RetentionService } from './retention.service';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookMetrics } from './webhook-metrics';
@@ -13,6 +14,7 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
   imports: [WebhookSubscriptionsModule],
   providers: [
     WebhookSender,
+    DeliveryClaims,
     WebhookDispatcher,
     RetentionService,
     WebhookMetrics,
