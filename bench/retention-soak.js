@@ -1,5 +1,5 @@
 // @ts-check
-// npm run bench:retention [-- --duration 90 --workers 4 --report 10]
+// npm run bench:retention [-- --duration 90 --workers 4 --report 10 --service-env KEY=VALUE,...]
 //                          [--database postgres --postgres-url postgres://postgres@127.0.0.1:5432/postgres]
 // Plants added and deleted without pause, each change an event delivered to a local receiver,
 // for `duration` seconds: once with retention at 20 s (swept every 5 s) and once with it out of
@@ -76,7 +76,20 @@ async function postgresDatabase(adminUrl) {
   };
 }
 
-async function run(label, retention, { duration, workers, reportSeconds, postgresUrl }) {
+/** `--service-env KEY=VALUE[,KEY=VALUE...]`: settings of the service on top of the soak's. */
+function serviceEnvOption() {
+  const assignments = textOption('service-env', '').split(',').filter(Boolean);
+  if (assignments.some((assignment) => !/^[A-Z_][A-Z0-9_]*=/.test(assignment)))
+    throw new Error('--service-env is KEY=VALUE[,KEY=VALUE...]');
+  return Object.fromEntries(
+    assignments.map((assignment) => {
+      const at = assignment.indexOf('=');
+      return [assignment.slice(0, at), assignment.slice(at + 1)];
+    }),
+  );
+}
+
+async function run(label, retention, { duration, workers, reportSeconds, postgresUrl, serviceEnv }) {
   const postgres = postgresUrl ? await postgresDatabase(postgresUrl) : undefined;
   const receiver = createServer((request, response) => {
     request.resume();
@@ -96,6 +109,7 @@ async function run(label, retention, { duration, workers, reportSeconds, postgre
       RETENTION_INTERVAL: '5s',
       LOG_LEVEL: 'error',
       ...(postgres && { DATABASE_URL: postgres.url }),
+      ...serviceEnv,
     },
     {
       prepare: (file, env) => {
@@ -172,6 +186,7 @@ async function main() {
     duration: option('duration', 90),
     workers: option('workers', 4),
     reportSeconds: option('report', 10),
+    serviceEnv: serviceEnvOption(),
     postgresUrl:
       database === 'postgres' ? textOption('postgres-url', 'postgres://postgres@127.0.0.1:5432/postgres') : undefined,
   };
