@@ -191,6 +191,14 @@ async function main() {
       database === 'postgres' ? textOption('postgres-url', 'postgres://postgres@127.0.0.1:5432/postgres') : undefined,
   };
   console.log(`${database === 'postgres' ? 'PostgreSQL' : 'SQLite'}, ${settings.workers} workers, ${settings.duration} s a run`);
+  if (settings.postgresUrl) {
+    const server = new Client({ connectionString: settings.postgresUrl });
+    await server.connect();
+    const { autovacuum } = (await server.query('SHOW autovacuum')).rows[0];
+    await server.end();
+    // a test server may run without it; then no dead row is reclaimed and the sizes grow
+    console.log(`autovacuum on this server: ${autovacuum}`);
+  }
   await run('with retention', '20s', settings);
   await run('without', '1000d', settings);
 }
