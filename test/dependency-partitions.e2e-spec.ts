@@ -1,4 +1,4 @@
-import pino from 'pino';
+import { captureLoggedLines, linesOf } from './helpers/logged-lines';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { TcpRelay } from './helpers/tcp-relay';
@@ -12,22 +12,10 @@ import { eventually } from './helpers/webhook-receiver';
  */
 
 /** Every line the apps of this file log, at info level. */
-const logged: { level: number; msg: string; context?: string }[] = [];
-
-beforeAll(() => {
-  jest.spyOn(pino, 'destination').mockReturnValue({
-    write: (line: string) => logged.push(JSON.parse(line) as never),
-  } as unknown as ReturnType<typeof pino.destination>);
-});
-
-afterAll(() => jest.restoreAllMocks());
+const logged = captureLoggedLines();
 
 /** The warn and error lines of `context`, and its lines saying it is back. */
-function stateLines(context: string) {
-  return logged
-    .filter((line) => line.context === context)
-    .map(({ level, msg }) => ({ level, msg }));
-}
+const stateLines = (context: string) => linesOf(logged, context);
 
 async function timed<T>(
   work: () => Promise<T>,

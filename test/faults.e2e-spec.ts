@@ -4,28 +4,16 @@ import Database from 'better-sqlite3';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { runCliProcess, startServiceProcess } from './helpers/service-process';
-import pino from 'pino';
 import { DataSource } from 'typeorm';
+import { captureLoggedLines, linesOf } from './helpers/logged-lines';
 import { makeTempFolder, startTestApp } from './helpers/test-app';
 
 /** Every line the in-process apps of this file log, at info level. */
-const logged: { level: number; msg: string; context?: string }[] = [];
-
-beforeAll(() => {
-  jest.spyOn(pino, 'destination').mockReturnValue({
-    write: (line: string) => logged.push(JSON.parse(line) as never),
-  } as unknown as ReturnType<typeof pino.destination>);
-});
-
-afterAll(() => jest.restoreAllMocks());
+const logged = captureLoggedLines();
 
 /** The Database's state lines logged since `from` (an index into `logged`). */
-function databaseLinesSince(from: number) {
-  return logged
-    .slice(from)
-    .filter((line) => line.context === 'Database')
-    .map(({ level, msg }) => ({ level, msg }));
-}
+const databaseLinesSince = (from: number) =>
+  linesOf(logged.slice(from), 'Database');
 
 /**
  * Reads that succeed while writes are refused: readiness and the webhook dispatcher's poll
