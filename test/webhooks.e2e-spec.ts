@@ -61,6 +61,28 @@ describe('plant-added webhooks', () => {
 
   const deliveriesOf = (plantId: bigint) => deliveriesOfPlant(testApp, plantId);
 
+  it("gives each delivery a webhook-id that starts with its event's time in milliseconds, so that new rows land at the end of the key", async () => {
+    const { url } = await receiver();
+    await subscriptions.add({ url });
+    await subscriptions.add({ url });
+    const ids: string[] = [];
+    for (const plant of [7101n, 7102n, 7103n]) {
+      await createPlant(`{"id":${plant},"name":"Ordered"}`).expect(200);
+      const deliveries = await deliveriesOf(plant);
+      expect(deliveries).toHaveLength(2);
+      for (const { id, createdAt } of deliveries) {
+        expect(id).toMatch(/^msg_[0-9a-f]{32}$/);
+        expect(parseInt(id.slice(4, 16), 16)).toBe(createdAt.getTime());
+      }
+      ids.push(...deliveries.map(({ id }) => id).sort());
+      // the next event in a later millisecond
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect([...ids].sort()).toEqual(ids);
+    // the rest is random: one event's two deliveries differ
+    expect(new Set(ids).size).toBe(6);
+  });
+
   it('delivers the NewPlant with its exact id, signed so that an independent verifier accepts it', async () => {
     const first = await receiver();
     const second = await receiver();
