@@ -1,6 +1,6 @@
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import Database from 'better-sqlite3';
-import { Client, types } from 'pg';
+import { Pool, types } from 'pg';
 import { createTestDatabase } from './postgres';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -59,30 +59,24 @@ function databaseReader(engine: Engine, location: string) {
       close: () => Promise.resolve(db?.close()),
     };
   }
-  let client: Client | undefined;
+  // a pool, not one client: a test may read while another of its reads is running
+  const pool = new Pool({
+    connectionString: location,
+    max: 2,
+    types: {
+      getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+        oid === 20 || oid === 23
+          ? (value: string) => BigInt(value)
+          : (types.getTypeParser(oid, format) as (value: string) => unknown),
+    },
+  });
   return {
     query: async <T>(sql: string, parameters: unknown[]) => {
-      if (!client) {
-        client = new Client({
-          connectionString: location,
-          types: {
-            getTypeParser: (oid: number, format?: 'text' | 'binary') =>
-              oid === 20 || oid === 23
-                ? (value: string) => BigInt(value)
-                : (types.getTypeParser(oid, format) as (
-                    value: string,
-                  ) => unknown),
-          },
-        });
-        await client.connect();
-      }
       let index = 0;
       const text = sql.replace(/\?/g, () => `$${++index}`);
-      return (await client.query(text, parameters)).rows as T[];
+      return (await pool.query(text, parameters)).rows as T[];
     },
-    close: async () => {
-      await client?.end();
-    },
+    close: () => pool.end(),
   };
 }
 
