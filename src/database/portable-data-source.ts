@@ -77,6 +77,18 @@ const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
   'timestamp without time zone',
 ];
 
+/** SQLite's one connection, as every statement and transaction of the data source meets it. */
+interface SqliteConnection {
+  /** Held by a transaction from BEGIN to its end; statements pass it between transactions. */
+  gate: ConnectionGate;
+  /** The one runner; its `query` passes the gate. */
+  shared: QueryRunner;
+  /** The shared runner's own `query`, run at once when `holds()`, through the gate otherwise. */
+  gatedQuery: (holds: () => boolean) => QueryRunner['query'];
+  /** A statement on its prepared statement, inside statementWrappers. */
+  preparedQuery: QueryRunner['query'];
+}
+
 /**
  * TypeORM's DataSource, with the one column type that TypeORM cannot spell for both engines
  * from one entity: an instant. SQLite keeps `datetime` text in UTC; on PostgreSQL a `Date`
@@ -88,13 +100,8 @@ const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
  * `npm run migration:generate` compares the migrated schema with what the service reads.
  */
 export class PortableDataSource extends DataSource {
-  /** SQLite only: the one connection, shared by statements and held by a transaction. */
-  private gate?: ConnectionGate;
-  private sharedRunner?: QueryRunner;
-  /** The shared runner's own `query`, run at once when `holds()`, through the gate otherwise. */
-  private gatedQuery?: (holds: () => boolean) => QueryRunner['query'];
-  /** SQLite only: a statement on its prepared statement, inside statementWrappers. */
-  private preparedQuery?: QueryRunner['query'];
+  /** SQLite only: its one connection, shared by statements and held by a transaction. */
+  private sqlite?: SqliteConnection;
 
   /**
    * Wrapped around every statement while there are any (DatabaseMetrics times them, tracing
@@ -207,7 +214,7 @@ export class PortableDataSource extends DataSource {
   ): Promise<T> {
     const owner = this.createQueryRunner();
     const joined =
-      this.gate !== undefined
+      this.sqlite !== undefined
         ? owner
         : (Object.create(owner, {
             release: { value: () => Promise.resolve() },
@@ -265,8 +272,8 @@ export class PortableDataSource extends DataSource {
   ): QueryRunner {
     const joined = transactionRunnerOf(this);
     if (joined) return joined;
-    return this.gate
-      ? this.sqliteSession()
+    return this.sqlite
+      ? this.sqliteSession(this.sqlite)
       : this.withWrappers(super.createQueryRunner(mode));
   }
 
@@ -279,13 +286,12 @@ export class PortableDataSource extends DataSource {
    * costs more than a statement by primary key (bench/README.md, "Fast, round 2").
    */
   plainStatement(sql: string, parameters: unknown[]): Promise<QueryResult> {
-    if (this.preparedQuery === undefined) {
-      return this.onPooledRunner(sql, parameters);
-    }
+    const sqlite = this.sqlite;
+    if (sqlite === undefined) return this.onPooledRunner(sql, parameters);
     // a transaction holds the connection, or waits for it: the statement waits its turn
-    return this.gate!.busy
-      ? this.sharedRunner!.query(sql, parameters, true)
-      : this.preparedQuery(sql, parameters, true);
+    return sqlite.gate.busy
+      ? sqlite.shared.query(sql, parameters, true)
+      : sqlite.preparedQuery(sql, parameters, true);
   }
 
   private async onPooledRunner(
@@ -327,21 +333,23 @@ export class PortableDataSource extends DataSource {
     shared.query = gatedQuery(
       () => gate.busy && transactionRunnerOf(this) === gate.holder,
     );
-    Object.assign(this, {
+    this.sqlite = {
       gate,
-      sharedRunner: shared,
+      shared,
       gatedQuery,
       preparedQuery: this.observed(preparedStatements(this)),
-    });
+    };
   }
 
   /**
    * A runner of its own over SQLite's one connection: its own transaction state, and a
    * transaction that holds the gate from BEGIN to COMMIT or ROLLBACK.
    */
-  private sqliteSession(): QueryRunner {
-    const gate = this.gate!;
-    const shared = this.sharedRunner!;
+  private sqliteSession({
+    gate,
+    shared,
+    gatedQuery,
+  }: SqliteConnection): QueryRunner {
     const session = Object.create(shared) as QueryRunner;
     const endOf =
       (end: 'commitTransaction' | 'rollbackTransaction') =>
@@ -355,7 +363,7 @@ export class PortableDataSource extends DataSource {
     Object.assign(session, {
       isTransactionActive: false,
       transactionDepth: 0,
-      query: this.gatedQuery!(() => gate.holder === session),
+      query: gatedQuery(() => gate.holder === session),
       startTransaction: async (isolation?: IsolationLevel) => {
         if (!session.isTransactionActive) await gate.acquire(session);
         try {
