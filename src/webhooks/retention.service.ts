@@ -106,16 +106,18 @@ export class RetentionService
         ['failed'],
         before(this.config.failedRetentionMs),
       ));
-    const events = await this.inBatches(this.events, (batch) =>
-      this.events
-        .createQueryBuilder('event')
-        .select('event.id', 'id')
-        .where('event.created_at < :kept', { kept })
-        .andWhere(
-          'NOT EXISTS (SELECT 1 FROM webhook_deliveries delivery WHERE delivery.event_id = event.id)',
-        )
-        .limit(batch)
-        .getRawMany<{ id: string }>(),
+    const events = await this.inBatches(
+      (batch) =>
+        this.events
+          .createQueryBuilder('event')
+          .select('event.id', 'id')
+          .where('event.created_at < :kept', { kept })
+          .andWhere(
+            'NOT EXISTS (SELECT 1 FROM webhook_deliveries delivery WHERE delivery.event_id = event.id)',
+          )
+          .limit(batch)
+          .getRawMany<{ id: string }>(),
+      (ids) => this.deleteIds(this.events, ids),
     );
     return { givenUp, deliveries, events };
   }
@@ -135,55 +137,60 @@ export class RetentionService
       { ...expired, claimedUntil: IsNull() },
       { ...expired, claimedUntil: LessThan(now) },
     ];
-    let givenUp = 0;
-    for (;;) {
-      const rows = await this.deliveries.find({
-        select: { id: true },
-        where: idle,
-        take: RETENTION_BATCH,
-      });
-      if (rows.length > 0) {
-        const ids = In(rows.map(({ id }) => id));
+    return this.inBatches(
+      (batch) =>
+        this.deliveries.find({
+          select: { id: true },
+          where: idle,
+          take: batch,
+        }),
+      async (ids) => {
         const { affected } = await this.deliveries.update(
-          idle.map((where) => ({ ...where, id: ids })),
+          idle.map((where) => ({ ...where, id: In(ids) })),
           { status: 'failed', lastError: GIVEN_UP_ERROR, nextAttemptAt: now },
         );
-        givenUp += affected ?? 0;
-      }
-      if (rows.length < RETENTION_BATCH || this.shutdown.signal.aborted) {
-        return givenUp;
-      }
-      await sleep(BATCH_PAUSE_MS);
-    }
+        return affected ?? 0;
+      },
+    );
   }
 
   private deleteDeliveries(
     statuses: DeliveryStatus[],
     olderThan: Date,
   ): Promise<number> {
-    return this.inBatches(this.deliveries, (batch) =>
-      this.deliveries.find({
-        select: { id: true },
-        where: { status: In(statuses), createdAt: LessThan(olderThan) },
-        take: batch,
-      }),
+    return this.inBatches(
+      (batch) =>
+        this.deliveries.find({
+          select: { id: true },
+          where: { status: In(statuses), createdAt: LessThan(olderThan) },
+          take: batch,
+        }),
+      (ids) => this.deleteIds(this.deliveries, ids),
     );
   }
 
-  /** Finds a batch of ids, deletes them, and again until a batch comes back short. */
-  private async inBatches<Entity extends ObjectLiteral>(
+  private async deleteIds<Entity extends ObjectLiteral>(
     repository: Repository<Entity>,
-    find: (batch: number) => Promise<{ id: string }[]>,
+    ids: string[],
   ): Promise<number> {
-    let deleted = 0;
+    await repository.delete(ids);
+    return ids.length;
+  }
+
+  /**
+   * Finds a batch of ids, applies `change` to them, and again until a batch comes back short;
+   * says how many rows `change` changed.
+   */
+  private async inBatches(
+    find: (batch: number) => Promise<{ id: string }[]>,
+    change: (ids: string[]) => Promise<number>,
+  ): Promise<number> {
+    let changed = 0;
     for (;;) {
       const rows = await find(RETENTION_BATCH);
-      if (rows.length > 0) {
-        await repository.delete(rows.map(({ id }) => id));
-        deleted += rows.length;
-      }
+      if (rows.length > 0) changed += await change(rows.map(({ id }) => id));
       if (rows.length < RETENTION_BATCH || this.shutdown.signal.aborted) {
-        return deleted;
+        return changed;
       }
       await sleep(BATCH_PAUSE_MS);
     }
