@@ -1,4 +1,6 @@
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { OwedEvents } from '../src/webhooks/owed-events';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { runCliProcess, runServiceToExit } from './helpers/service-process';
@@ -136,6 +138,50 @@ describeWithPostgres('the service on PostgreSQL', () => {
     } finally {
       await subscriptions.remove(subscription.id);
       await receiver.close();
+    }
+  });
+
+  it('settles an owed subscription only once the transactions writing events have committed: none of their events is lost', async () => {
+    const subscriptions = testApp.app.get(WebhookSubscriptionsService);
+    const { id } = await subscriptions.add({ url: 'http://127.0.0.1:9/owed' });
+    // owed its events, as a paused subscription is, and left alone by the dispatcher meanwhile
+    await query(
+      `UPDATE webhook_subscriptions SET owed_since = now(), consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
+      [id],
+    );
+    const writer = new Client({ connectionString: database.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      // its trigger sees the subscription owed, and writes no delivery row for it
+      await writer.query(
+        `INSERT INTO plants (id, name) VALUES (424242, 'Written while settling')`,
+      );
+      let settled = false;
+      const settling = testApp.app
+        .get(OwedEvents)
+        .settle(id)
+        .finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(settled).toBe(false);
+      await writer.query('COMMIT');
+      expect(await settling).toBe(1);
+      const made = await query<{ payload: string }[]>(
+        'SELECT e.payload FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.subscription_id = $1',
+        [id],
+      );
+      expect(made.map(({ payload }) => JSON.parse(payload) as unknown)).toEqual(
+        [{ id: 424242, name: 'Written while settling', tag: null }],
+      );
+      expect(
+        await query(
+          'SELECT owed_since FROM webhook_subscriptions WHERE id = $1',
+          [id],
+        ),
+      ).toEqual([{ owed_since: null }]);
+    } finally {
+      await writer.end();
+      await subscriptions.remove(id);
     }
   });
 

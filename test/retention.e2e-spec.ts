@@ -93,6 +93,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     const pruned = await testApp.app.get(RetentionService).prune(new Date());
     expect(pruned).toEqual({
       givenUp: 0,
+      owedGivenUp: 0,
       deliveries: many + 10 + 5,
       events: many + 10 + 5 + 3,
     });
@@ -114,6 +115,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     // bounded: a second run finds nothing more
     expect(await testApp.app.get(RetentionService).prune(new Date())).toEqual({
       givenUp: 0,
+      owedGivenUp: 0,
       deliveries: 0,
       events: 0,
     });
@@ -140,7 +142,12 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
 
     const now = new Date();
     const pruned = await testApp.app.get(RetentionService).prune(now);
-    expect(pruned).toEqual({ givenUp: many, deliveries: 0, events: 0 });
+    expect(pruned).toEqual({
+      givenUp: many,
+      owedGivenUp: 0,
+      deliveries: 0,
+      events: 0,
+    });
     const left = await testApp.query<{ status: string; n: bigint }>(
       'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status ORDER BY status',
     );
@@ -182,6 +189,68 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
       }
     } finally {
       await ticking.close();
+    }
+  });
+
+  it('keeps the events owed to a paused subscription, and gives up those owed from before the retry window', async () => {
+    const owing = await startTestApp({
+      env: { EVENTS_RETENTION: '1h', WEBHOOKS_RETRY_WINDOW: '12h' },
+    });
+    try {
+      await owing.app.get(WebhookDispatcher).beforeApplicationShutdown();
+      const source = owing.app.get(DataSource);
+      const id = randomUUID();
+      await source.getRepository(WebhookSubscription).insert({
+        id,
+        url: 'https://receiver.example/paused',
+        secret: 'whsec_x',
+        eventTypes: null,
+        removedAt: null,
+        slot: 1,
+        owedSince: new Date(Date.now() - 5 * HOUR),
+      });
+      const event = (id: string, age: number) =>
+        source.getRepository(OutboxEvent).insert({
+          id,
+          type: 'plant.added',
+          payload: '{}',
+          createdAt: new Date(Date.now() - age),
+        });
+      // owed: past EVENTS_RETENTION, but newer than the debt
+      await event('evt_owed', 2 * HOUR);
+      // from before it: the subscription never wanted it
+      await event('evt_before', 7 * HOUR);
+      const retention = owing.app.get(RetentionService);
+      expect(await retention.prune(new Date())).toEqual({
+        givenUp: 0,
+        owedGivenUp: 0,
+        deliveries: 0,
+        events: 1,
+      });
+      const left = async () =>
+        (await source.getRepository(OutboxEvent).find()).map(({ id }) => id);
+      expect(await left()).toEqual(['evt_owed']);
+
+      // paused for longer than the retry window: what is owed from before it is given up
+      const since = new Date(Date.now() - 20 * HOUR);
+      await source
+        .getRepository(WebhookSubscription)
+        .update({ id }, { owedSince: since });
+      await event('evt_expired', 13 * HOUR);
+      const now = new Date();
+      expect(await retention.prune(now)).toEqual({
+        givenUp: 0,
+        owedGivenUp: 1,
+        deliveries: 0,
+        events: 1,
+      });
+      expect(await left()).toEqual(['evt_owed']);
+      const { owedSince } = await source
+        .getRepository(WebhookSubscription)
+        .findOneByOrFail({ id });
+      expect(owedSince).toEqual(new Date(now.getTime() - 12 * HOUR));
+    } finally {
+      await owing.close();
     }
   });
 });

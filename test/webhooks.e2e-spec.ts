@@ -566,8 +566,105 @@ describe('webhooks to a receiver that keeps failing', () => {
           .find({ where: { subscriptionId: id } })
       ).reduce((sum, delivery) => sum + delivery.attempts, 0);
     const paused = await eventually(state, (s) => s.pausedUntil !== undefined);
-    return { testApp, port, state, attempts, paused };
+    return { testApp, id, port, state, attempts, paused };
   }
+
+  const rowsOf = async (testApp: TestApp, id: string) =>
+    testApp.app
+      .get(DataSource)
+      .getRepository(WebhookDelivery)
+      .countBy({ subscriptionId: id });
+  const owedSinceOf = async (testApp: TestApp, id: string) =>
+    (
+      await testApp.app
+        .get(DataSource)
+        .getRepository(WebhookSubscription)
+        .findOneByOrFail({ id })
+    ).owedSince;
+
+  it('owes a paused subscription its events rather than writing a delivery row for each, and delivers every one of them once its receiver answers', async () => {
+    const { testApp, id, port } = await pausedSubscription({
+      WEBHOOKS_PAUSE: '300ms',
+    });
+    let receiver: WebhookReceiver | undefined;
+    try {
+      expect(await owedSinceOf(testApp, id)).toBeInstanceOf(Date);
+      const rows = await rowsOf(testApp, id);
+      const OWED = 25;
+      for (let plant = PLANTS + 1; plant <= PLANTS + OWED; plant += 1) {
+        await addPlant(testApp, { id: plant, name: `Plant ${plant}` });
+      }
+      // no row per event while it is paused, though it is probed meanwhile; the events are kept
+      expect(await rowsOf(testApp, id)).toBe(rows);
+      const plantIds = (
+        await testApp.app
+          .get(DataSource)
+          .getRepository(OutboxEvent)
+          .findBy({ type: 'plant.added' })
+      ).map(({ payload }) =>
+        Number((parseLosslessJson(payload) as { id: bigint }).id),
+      );
+      expect(plantIds).toEqual(
+        expect.arrayContaining(
+          Array.from({ length: OWED }, (_, index) => PLANTS + 1 + index),
+        ),
+      );
+
+      receiver = await WebhookReceiver.start(undefined, port);
+      await receiver.waitFor(PLANTS + OWED);
+      await eventually(
+        () => owedSinceOf(testApp, id),
+        (owedSince) => owedSince === null,
+      );
+      // each event once: a row each, one webhook each
+      expect(await rowsOf(testApp, id)).toBe(PLANTS + OWED);
+      const bodies = receiver.received.map(
+        ({ body }) => (JSON.parse(body) as { id: number }).id,
+      );
+      expect(new Set(bodies).size).toBe(PLANTS + OWED);
+      // settled: a new event gets its row in the statement that writes it
+      await addPlant(testApp, { id: 1000, name: 'After' });
+      expect(await deliveriesOfPlant(testApp, 1000n)).toHaveLength(1);
+      await receiver.waitFor(PLANTS + OWED + 1);
+      expect(receiver.received).toHaveLength(PLANTS + OWED + 1);
+    } finally {
+      await receiver?.close();
+      await testApp.close();
+    }
+  });
+
+  it('makes a delivery of an owed event to probe a paused receiver with when it has none pending left', async () => {
+    const { testApp, id, attempts } = await pausedSubscription({
+      WEBHOOKS_PAUSE: '1h',
+    });
+    try {
+      // owed at least this one
+      await addPlant(testApp, { id: 500, name: 'Owed' });
+      const dataSource = testApp.app.get(DataSource);
+      const deliveries = dataSource.getRepository(WebhookDelivery);
+      // every delivery it had is settled (as retention gives them up): nothing left to probe with
+      await deliveries.update({ subscriptionId: id }, { status: 'failed' });
+      const rows = await rowsOf(testApp, id);
+      const before = await attempts();
+      await dataSource
+        .getRepository(WebhookSubscription)
+        .update({ id }, { pausedUntil: new Date(Date.now() - 1000) });
+      const [probe] = await eventually(
+        () => deliveries.findBy({ subscriptionId: id, status: 'pending' }),
+        (pending) => pending.length === 1 && pending[0].attempts === 1,
+      );
+      expect(await attempts()).toBe(before + 1);
+      // one delivery made for the probe, not one per poll; the rest stays owed
+      expect(await rowsOf(testApp, id)).toBe(rows + 1);
+      expect(await owedSinceOf(testApp, id)).toBeInstanceOf(Date);
+      const event = await dataSource
+        .getRepository(OutboxEvent)
+        .findOneByOrFail({ id: probe.eventId });
+      expect(event.type).toBe('plant.added');
+    } finally {
+      await testApp.close();
+    }
+  });
 
   it('pauses it after WEBHOOKS_FAILURES_BEFORE_PAUSE failures in a row, rather than trying every delivery', async () => {
     const { testApp, state, attempts, paused } = await pausedSubscription({

@@ -13,6 +13,7 @@ import { isDatabaseUnavailable } from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
+import { OwedEvents } from './owed-events';
 
 /** Rows one statement deletes: short enough that no lock is held for long. */
 export const RETENTION_BATCH = 1000;
@@ -22,6 +23,8 @@ const BATCH_PAUSE_MS = 20;
 export interface Pruned {
   /** Pending deliveries past the retry window, marked failed. */
   givenUp: number;
+  /** Paused subscriptions that gave up the events owed to them past the retry window. */
+  owedGivenUp: number;
   deliveries: number;
   events: number;
 }
@@ -33,11 +36,12 @@ export const GIVEN_UP_ERROR =
 /**
  * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): pending
  * deliveries older than the retry window are given up (failed), since no attempt could still
- * be made for them (those of a paused receiver are not attempted); delivered
+ * be made for them (those of a paused receiver are not attempted), and so are the events owed
+ * to a paused subscription from before the window; delivered
  * and cancelled deliveries older than EVENTS_RETENTION, failed ones older than
  * EVENTS_FAILED_RETENTION, then the events no delivery still refers to and older than
  * EVENTS_RETENTION, all in batches of RETENTION_BATCH rows. A pending delivery and its event are
- * never deleted. Every instance may run it: deleting a row twice deletes it once.
+ * never deleted, nor an event still owed to a subscription. Every instance may run it: deleting a row twice deletes it once.
  */
 @Injectable()
 export class RetentionService
@@ -52,6 +56,7 @@ export class RetentionService
     private readonly deliveries: Repository<WebhookDelivery>,
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
+    private readonly owed: OwedEvents,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
@@ -75,10 +80,17 @@ export class RetentionService
 
   private async run(): Promise<void> {
     try {
-      const { givenUp, deliveries, events } = await this.prune(new Date());
+      const { givenUp, owedGivenUp, deliveries, events } = await this.prune(
+        new Date(),
+      );
       if (givenUp > 0) {
         this.logger.warn(
           `retention: gave up ${givenUp} webhook deliveries not delivered within the retry window`,
+        );
+      }
+      if (owedGivenUp > 0) {
+        this.logger.warn(
+          `retention: ${owedGivenUp} webhook subscriptions paused for longer than the retry window gave up the events owed to them from before it`,
         );
       }
       if (deliveries + events > 0) {
@@ -100,6 +112,9 @@ export class RetentionService
       before(this.config.retryWindowMs),
       now,
     );
+    const owedGivenUp = await this.owed.giveUpBefore(
+      before(this.config.retryWindowMs),
+    );
     const deliveries =
       (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
       (await this.deleteDeliveries(
@@ -115,11 +130,15 @@ export class RetentionService
           .andWhere(
             'NOT EXISTS (SELECT 1 FROM webhook_deliveries delivery WHERE delivery.event_id = event.id)',
           )
+          // nor one still owed to a paused subscription (owed-events.ts)
+          .andWhere(
+            'NOT EXISTS (SELECT 1 FROM webhook_subscriptions subscription WHERE subscription.removed_at IS NULL AND subscription.owed_since <= event.created_at)',
+          )
           .limit(batch)
           .getRawMany<{ id: string }>(),
       (ids) => this.deleteIds(this.events, ids),
     );
-    return { givenUp, deliveries, events };
+    return { givenUp, owedGivenUp, deliveries, events };
   }
 
   /**

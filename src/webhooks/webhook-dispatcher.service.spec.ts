@@ -5,6 +5,7 @@ import { DatabaseAvailability } from '../database/database-availability';
 import type { OutboxEvent } from '../events/outbox-event.entity';
 import { Metrics } from '../metrics/metrics';
 import type { DeliveryClaims } from './delivery-claims';
+import type { OwedEvents } from './owed-events';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import type { WebhookDelivery } from './webhook-delivery.entity';
 import type { AttemptOutcome, WebhookSender } from './webhook-sender';
@@ -101,6 +102,7 @@ function dispatcherOver(
           removedAt: null,
           consecutiveFailures: 0,
           pausedUntil: null,
+          owedSince: null,
         })),
       ),
   } as unknown as Repository<WebhookSubscription>;
@@ -131,6 +133,7 @@ function dispatcherOver(
     events,
     sender,
     claims,
+    {} as OwedEvents,
     new DatabaseAvailability(),
     CONFIG,
     new Metrics(false),

@@ -26,6 +26,7 @@ import { Metrics } from '../metrics/metrics';
 import { traced } from '../tracing/tracing';
 import { nextAttemptAt } from './retry-schedule';
 import { DeliveryClaims } from './delivery-claims';
+import { OWED_BATCH, OwedEvents } from './owed-events';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSender, type AttemptOutcome } from './webhook-sender';
 import { WebhookSubscription } from './webhook-subscription.entity';
@@ -115,6 +116,7 @@ export class WebhookDispatcher
     private readonly events: Repository<OutboxEvent>,
     private readonly sender: WebhookSender,
     private readonly claims: DeliveryClaims,
+    private readonly owed: OwedEvents,
     private readonly database: DatabaseAvailability,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly metrics: Metrics,
@@ -222,6 +224,7 @@ export class WebhookDispatcher
     const subscriptions = await this.subscriptions.findBy({
       removedAt: IsNull(),
     });
+    await this.payOwedEvents(subscriptions, now);
     const open = shuffled(
       subscriptions
         .filter(({ pausedUntil }) => !pausedUntil || pausedUntil <= now)
@@ -257,6 +260,29 @@ export class WebhookDispatcher
       due,
       subscriptionById: new Map(subscriptions.map((s) => [s.id, s])),
     };
+  }
+
+  /**
+   * A receiver that answers again gets the events it was owed while paused, a batch a poll, as
+   * deliveries that are due at once; a receiver still paused gets one to be probed with, if it
+   * has no pending delivery left.
+   */
+  private async payOwedEvents(
+    subscriptions: WebhookSubscription[],
+    now: Date,
+  ): Promise<void> {
+    for (const subscription of subscriptions) {
+      if (!subscription.owedSince) continue;
+      const { id, consecutiveFailures, pausedUntil } = subscription;
+      if (consecutiveFailures < this.config.failuresBeforePause) {
+        if ((await this.owed.deliverBatch(id)) < OWED_BATCH) {
+          await this.owed.settle(id);
+          subscription.owedSince = null;
+        }
+      } else if (!pausedUntil || pausedUntil <= now) {
+        await this.owed.deliverProbe(id);
+      }
+    }
   }
 
   private freeSlots(): number {
@@ -443,7 +469,10 @@ export class WebhookDispatcher
       this.config.pauseMs * 2 ** Math.min(probes, 30),
       Math.max(this.config.pauseMs, this.config.retryMaxDelayMs),
     );
-    const pausedUntil = new Date(Date.now() + pauseMs);
+    const pausedAt = new Date();
+    const pausedUntil = new Date(pausedAt.getTime() + pauseMs);
+    // from now on its events are owed, not fanned out into rows that wait (owed-events.ts)
+    await this.owed.owe(id, pausedAt);
     await this.subscriptions.update({ id }, { pausedUntil });
     subscription.consecutiveFailures = current.consecutiveFailures;
     if (probes === 0) {

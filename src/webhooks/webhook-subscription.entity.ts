@@ -83,4 +83,12 @@ export class WebhookSubscription {
    */
   @Column({ name: 'paused_until', type: Date, nullable: true })
   pausedUntil!: Date | null;
+
+  /**
+   * Set while its receiver is paused: the events from then on are owed to it rather than
+   * fanned out into delivery rows, and the dispatcher makes their deliveries once the receiver
+   * answers again (owed-events.ts). Null while every event gets its delivery at once.
+   */
+  @Column({ name: 'owed_since', type: Date, nullable: true })
+  owedSince!: Date | null;
 }

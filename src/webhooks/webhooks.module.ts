@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DeliveryClaims } from './delivery-claims';
+import { OwedEvents } from './owed-events';
 import { RetentionService } from './retention.service';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookMetrics } from './webhook-metrics';
@@ -15,6 +16,7 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
   providers: [
     WebhookSender,
     DeliveryClaims,
+    OwedEvents,
     WebhookDispatcher,
     RetentionService,
     WebhookMetrics,
