@@ -185,6 +185,38 @@ describeWithPostgres('the service on PostgreSQL', () => {
     }
   });
 
+  it('pays an owed subscription once when instances pay it at the same time: one delivery per event', async () => {
+    const subscriptions = testApp.app.get(WebhookSubscriptionsService);
+    const { id } = await subscriptions.add({ url: 'http://127.0.0.1:9/owed' });
+    await query(
+      `UPDATE webhook_subscriptions SET owed_since = now(), consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
+      [id],
+    );
+    try {
+      await query(
+        `INSERT INTO plants (id, name) SELECT 525000 + n, 'Owed ' || n FROM generate_series(1, 300) AS n`,
+      );
+      const owed = testApp.app.get(OwedEvents);
+      // each call runs on a pooled connection of its own, as another instance's would
+      await Promise.all([
+        owed.deliverBatch(id),
+        owed.deliverBatch(id),
+        owed.deliverProbe(id),
+        owed.settle(id),
+        owed.settle(id),
+      ]);
+      const [{ rows, events }] = await query<
+        { rows: string; events: string }[]
+      >(
+        'SELECT count(*) AS rows, count(DISTINCT event_id) AS events FROM webhook_deliveries WHERE subscription_id = $1',
+        [id],
+      );
+      expect({ rows, events }).toEqual({ rows: '300', events: '300' });
+    } finally {
+      await subscriptions.remove(id);
+    }
+  });
+
   it('works with the command-line tool on the same DATABASE_URL', async () => {
     const created = await runCliProcess(
       ['tokens', 'create', '--name', 'pg cli', '--scopes', 'plants:read'],

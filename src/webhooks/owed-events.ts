@@ -79,38 +79,42 @@ export class OwedEvents {
    * Makes the oldest `OWED_BATCH` owed events into pending deliveries; says how many it made.
    * A batch that comes back short leaves little: `settle` makes the rest.
    */
-  async deliverBatch(subscriptionId: string): Promise<number> {
-    const made = await this.deliveries.select(this.made(''), [
-      subscriptionId,
-      OWED_BATCH,
-    ]);
-    if (made.length === OWED_BATCH) {
-      // past what is made; an event at the same instant as the last is not made twice
-      const last = made.reduce(
-        (latest, { createdAt }) => (createdAt > latest ? createdAt : latest),
-        made[0].createdAt,
-      );
-      const $ = this.subscriptions.parameter;
-      await this.subscriptions.execute(
-        `UPDATE "webhook_subscriptions" SET "owed_since" = ${$(2)} WHERE "id" = ${$(1)} AND "owed_since" < ${$(2)}`,
-        [subscriptionId, this.instant(last)],
-      );
-    }
-    return made.length;
+  deliverBatch(subscriptionId: string): Promise<number> {
+    return this.alone(subscriptionId, async () => {
+      const made = await this.deliveries.select(this.made(''), [
+        subscriptionId,
+        OWED_BATCH,
+      ]);
+      if (made.length === OWED_BATCH) {
+        // past what is made; an event at the same instant as the last is not made twice
+        const last = made.reduce(
+          (latest, { createdAt }) => (createdAt > latest ? createdAt : latest),
+          made[0].createdAt,
+        );
+        const $ = this.subscriptions.parameter;
+        await this.subscriptions.execute(
+          `UPDATE "webhook_subscriptions" SET "owed_since" = ${$(2)} WHERE "id" = ${$(1)} AND "owed_since" < ${$(2)}`,
+          [subscriptionId, this.instant(last)],
+        );
+      }
+      return made.length;
+    });
   }
 
   /**
    * For a paused receiver's probe: makes its oldest owed event into a delivery if it has no
    * pending delivery left to probe with (all given up, or refused).
    */
-  async deliverProbe(subscriptionId: string): Promise<number> {
-    const made = await this.deliveries.select(
-      this.made(
-        ` AND NOT EXISTS (SELECT 1 FROM "webhook_deliveries" p WHERE p."subscription_id" = s."id" AND p."status" = 'pending')`,
-      ),
-      [subscriptionId, 1],
-    );
-    return made.length;
+  deliverProbe(subscriptionId: string): Promise<number> {
+    return this.alone(subscriptionId, async () => {
+      const made = await this.deliveries.select(
+        this.made(
+          ` AND NOT EXISTS (SELECT 1 FROM "webhook_deliveries" p WHERE p."subscription_id" = s."id" AND p."status" = 'pending')`,
+        ),
+        [subscriptionId, 1],
+      );
+      return made.length;
+    });
   }
 
   /**
@@ -119,8 +123,8 @@ export class OwedEvents {
    * meanwhile (SHARE lock on events, for this short transaction): one whose trigger still saw
    * the subscription owed, but committed after the last read here, would be lost.
    */
-  async settle(subscriptionId: string): Promise<number> {
-    const work = async () => {
+  settle(subscriptionId: string): Promise<number> {
+    return this.alone(subscriptionId, async () => {
       if (this.postgres) {
         await this.deliveries.execute(`LOCK TABLE "events" IN SHARE MODE`, []);
       }
@@ -133,11 +137,24 @@ export class OwedEvents {
         [subscriptionId],
       );
       return made.length;
-    };
-    // READ COMMITTED on PostgreSQL, so that the reads after the lock see every event before it
-    return this.postgres
-      ? this.dataSource.transaction('READ COMMITTED', work)
-      : this.dataSource.transaction(work);
+    });
+  }
+
+  /**
+   * Runs `work` in a transaction that holds the subscription's row on PostgreSQL: two
+   * instances paying one subscription at once take turns, and the second, reading after the
+   * first committed (READ COMMITTED), does not make an event's delivery twice. On SQLite the
+   * transaction alone does it: it holds the one connection.
+   */
+  private alone<T>(subscriptionId: string, work: () => Promise<T>): Promise<T> {
+    if (!this.postgres) return this.dataSource.transaction(work);
+    return this.dataSource.transaction('READ COMMITTED', async () => {
+      await this.subscriptions.select(
+        `SELECT "id" FROM "webhook_subscriptions" WHERE "id" = $1 FOR UPDATE`,
+        [subscriptionId],
+      );
+      return work();
+    });
   }
 
   /**
