@@ -53,6 +53,11 @@ function dispatcherOver(
   claimFails: (id: string) => boolean = () => false,
   settled: () => number = () => 1,
   beforeClaims: () => void = () => undefined,
+  /** Subscriptions owed their events (resumed, so the poll pays them), and how they are paid. */
+  {
+    owing = [],
+    owed = {},
+  }: { owing?: string[]; owed?: Partial<OwedEvents> } = {},
 ) {
   const asked: { subscription: string; limit: number }[] = [];
   const sent: string[] = [];
@@ -102,7 +107,7 @@ function dispatcherOver(
           removedAt: null,
           consecutiveFailures: 0,
           pausedUntil: null,
-          owedSince: null,
+          owedSince: owing.includes(id) ? new Date(0) : null,
         })),
       ),
   } as unknown as Repository<WebhookSubscription>;
@@ -133,7 +138,7 @@ function dispatcherOver(
     events,
     sender,
     claims,
-    {} as OwedEvents,
+    owed as OwedEvents,
     new DatabaseAvailability(),
     CONFIG,
     new Metrics(false),
@@ -160,6 +165,33 @@ describe('WebhookDispatcher', () => {
     // 4 free slots over 3 subscriptions, 2 at most each
     expect(asked.map(({ limit }) => limit).sort()).toEqual([1, 1, 2]);
     expect(asked.reduce((sum, { limit }) => sum + limit, 0)).toBe(4);
+    finish.forEach((end) => end());
+    await dispatcher.beforeApplicationShutdown();
+  });
+
+  it("sends the others' deliveries when paying the events owed to one subscription fails", async () => {
+    const paid: string[] = [];
+    const { dispatcher, sent, finish } = dispatcherOver(
+      { a: [delivery('a0', 'a')], b: [delivery('b0', 'b')] },
+      undefined,
+      undefined,
+      undefined,
+      {
+        owing: ['a', 'b'],
+        owed: {
+          deliverBatch: (id) => {
+            paid.push(id);
+            return id === 'a'
+              ? Promise.reject(new Error('a deadlock, again'))
+              : Promise.resolve(0);
+          },
+          settle: () => Promise.resolve(0),
+        },
+      },
+    );
+    await dispatcher['poll']();
+    expect(paid.sort()).toEqual(['a', 'b']);
+    expect(sent.sort()).toEqual(['a0', 'b0']);
     finish.forEach((end) => end());
     await dispatcher.beforeApplicationShutdown();
   });

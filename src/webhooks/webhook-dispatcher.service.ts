@@ -274,13 +274,22 @@ export class WebhookDispatcher
     for (const subscription of subscriptions) {
       if (!subscription.owedSince) continue;
       const { id, consecutiveFailures, pausedUntil } = subscription;
-      if (consecutiveFailures < this.config.failuresBeforePause) {
-        if ((await this.owed.deliverBatch(id)) < OWED_BATCH) {
-          await this.owed.settle(id);
-          subscription.owedSince = null;
+      try {
+        if (consecutiveFailures < this.config.failuresBeforePause) {
+          if ((await this.owed.deliverBatch(id)) < OWED_BATCH) {
+            await this.owed.settle(id);
+            subscription.owedSince = null;
+          }
+        } else if (!pausedUntil || pausedUntil <= now) {
+          await this.owed.deliverProbe(id);
         }
-      } else if (!pausedUntil || pausedUntil <= now) {
-        await this.owed.deliverProbe(id);
+      } catch (error) {
+        // a database that is away ends the poll; anything else holds back this one subscription
+        if (isDatabaseUnavailable(error)) throw error;
+        this.logger.error(
+          error,
+          `webhook subscription ${id}: could not make the deliveries of the events owed to it; trying again at the next poll`,
+        );
       }
     }
   }
