@@ -141,14 +141,22 @@ describeWithPostgres('the service on PostgreSQL', () => {
     }
   });
 
-  it('settles an owed subscription only once the transactions writing events have committed: none of their events is lost', async () => {
+  /**
+   * A subscription owed its events from now on, as a paused one is, and left alone by the
+   * dispatcher meanwhile (its receiver's pause runs for an hour).
+   */
+  async function owedSubscription() {
     const subscriptions = testApp.app.get(WebhookSubscriptionsService);
     const { id } = await subscriptions.add({ url: 'http://127.0.0.1:9/owed' });
-    // owed its events, as a paused subscription is, and left alone by the dispatcher meanwhile
     await query(
       `UPDATE webhook_subscriptions SET owed_since = now(), consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
       [id],
     );
+    return { id, remove: () => subscriptions.remove(id) };
+  }
+
+  it('settles an owed subscription only once the transactions writing events have committed: none of their events is lost', async () => {
+    const { id, remove } = await owedSubscription();
     const writer = new Client({ connectionString: database.url });
     await writer.connect();
     try {
@@ -181,17 +189,12 @@ describeWithPostgres('the service on PostgreSQL', () => {
       ).toEqual([{ owed_since: null }]);
     } finally {
       await writer.end();
-      await subscriptions.remove(id);
+      await remove();
     }
   });
 
   it('pays an owed subscription once when instances pay it at the same time: one delivery per event', async () => {
-    const subscriptions = testApp.app.get(WebhookSubscriptionsService);
-    const { id } = await subscriptions.add({ url: 'http://127.0.0.1:9/owed' });
-    await query(
-      `UPDATE webhook_subscriptions SET owed_since = now(), consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
-      [id],
-    );
+    const { id, remove } = await owedSubscription();
     try {
       await query(
         `INSERT INTO plants (id, name) SELECT 525000 + n, 'Owed ' || n FROM generate_series(1, 300) AS n`,
@@ -213,7 +216,7 @@ describeWithPostgres('the service on PostgreSQL', () => {
       );
       expect({ rows, events }).toEqual({ rows: '300', events: '300' });
     } finally {
-      await subscriptions.remove(id);
+      await remove();
     }
   });
 

@@ -88,6 +88,23 @@ export class EntitySql<Entity extends ObjectLiteral> {
     }
   }
 
+  /**
+   * `value` as the engine stores the entity's `property`, to bind in a statement: a Date
+   * becomes SQLite's datetime text, which compares as text with the column's values.
+   */
+  stored<Property extends keyof Entity & string>(
+    property: Property,
+    value: Entity[Property],
+  ): unknown {
+    const column = this.metadata.findColumnWithPropertyName(property);
+    if (!column) {
+      throw new TypeError(
+        `${this.metadata.targetName} has no column ${property}`,
+      );
+    }
+    return this.dataSource.driver.preparePersistentValue(value, column);
+  }
+
   /** The rows a SELECT (or a statement with RETURNING) yields, as entities. */
   async select(sql: string, parameters: unknown[]): Promise<Entity[]> {
     const { records } = await this.run(sql, parameters);

@@ -14,16 +14,9 @@ import { WebhookDelivery } from './webhook-delivery.entity';
 @Injectable()
 export class DeliveryClaims {
   private readonly sql: EntitySql<WebhookDelivery>;
-  private readonly instant: (date: Date) => unknown;
 
   constructor(@InjectDataSource() dataSource: DataSource) {
     this.sql = new EntitySql(dataSource, WebhookDelivery);
-    const column = dataSource
-      .getMetadata(WebhookDelivery)
-      .findColumnWithPropertyName('claimedUntil')!;
-    // as the engine stores an instant: text on SQLite, compared as text
-    this.instant = (date) =>
-      dataSource.driver.preparePersistentValue(date, column);
   }
 
   /** The ids of `deliveries` that this instance now holds until `until`. */
@@ -46,8 +39,8 @@ export class DeliveryClaims {
         `AND ("claimed_until" IS NULL OR "claimed_until" < ${$(2)}) ` +
         `AND (${asRead}) RETURNING "id"`,
       [
-        this.instant(until),
-        this.instant(now),
+        this.sql.stored('claimedUntil', until),
+        this.sql.stored('claimedUntil', now),
         ...deliveries.flatMap(({ id, attempts }) => [id, attempts]),
       ],
     );

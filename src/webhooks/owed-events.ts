@@ -29,19 +29,12 @@ const OWED_OVERLAP_MS = 60_000;
 export class OwedEvents {
   private readonly deliveries: EntitySql<WebhookDelivery>;
   private readonly subscriptions: EntitySql<WebhookSubscription>;
-  private readonly instant: (date: Date) => unknown;
   private readonly postgres: boolean;
   private readonly made: (extraCondition: string) => string;
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     this.deliveries = new EntitySql(dataSource, WebhookDelivery);
     this.subscriptions = new EntitySql(dataSource, WebhookSubscription);
-    const column = dataSource
-      .getMetadata(WebhookSubscription)
-      .findColumnWithPropertyName('owedSince')!;
-    // as the engine stores an instant: text on SQLite, compared as text
-    this.instant = (date) =>
-      dataSource.driver.preparePersistentValue(date, column);
     this.postgres = dataSource.driver.options.type === 'postgres';
     // the same delivery ids and type filter as the fan-out trigger (migration OwedEvents)
     const [deliveryId, wanted] = this.postgres
@@ -70,7 +63,10 @@ export class OwedEvents {
       `UPDATE "webhook_subscriptions" SET "owed_since" = ${$(2)} WHERE "id" = ${$(1)} AND "owed_since" IS NULL`,
       [
         subscriptionId,
-        this.instant(new Date(pausedAt.getTime() - OWED_OVERLAP_MS)),
+        this.subscriptions.stored(
+          'owedSince',
+          new Date(pausedAt.getTime() - OWED_OVERLAP_MS),
+        ),
       ],
     );
   }
@@ -94,7 +90,7 @@ export class OwedEvents {
         const $ = this.subscriptions.parameter;
         await this.subscriptions.execute(
           `UPDATE "webhook_subscriptions" SET "owed_since" = ${$(2)} WHERE "id" = ${$(1)} AND "owed_since" < ${$(2)}`,
-          [subscriptionId, this.instant(last)],
+          [subscriptionId, this.subscriptions.stored('owedSince', last)],
         );
       }
       return made.length;
@@ -166,7 +162,7 @@ export class OwedEvents {
     const $ = this.subscriptions.parameter;
     return this.subscriptions.execute(
       `UPDATE "webhook_subscriptions" SET "owed_since" = ${$(1)} WHERE "owed_since" < ${$(1)} AND "removed_at" IS NULL`,
-      [this.instant(olderThan)],
+      [this.subscriptions.stored('owedSince', olderThan)],
     );
   }
 }

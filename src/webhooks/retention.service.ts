@@ -37,11 +37,11 @@ export const GIVEN_UP_ERROR =
  * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): pending
  * deliveries older than the retry window are given up (failed), since no attempt could still
  * be made for them (those of a paused receiver are not attempted), and so are the events owed
- * to a paused subscription from before the window; delivered
- * and cancelled deliveries older than EVENTS_RETENTION, failed ones older than
- * EVENTS_FAILED_RETENTION, then the events no delivery still refers to and older than
- * EVENTS_RETENTION, all in batches of RETENTION_BATCH rows. A pending delivery and its event are
- * never deleted, nor an event still owed to a subscription. Every instance may run it: deleting a row twice deletes it once.
+ * to a paused subscription from before the window; delivered and cancelled deliveries older
+ * than EVENTS_RETENTION, failed ones older than EVENTS_FAILED_RETENTION, then the events no
+ * delivery still refers to and older than EVENTS_RETENTION, all in batches of RETENTION_BATCH
+ * rows. A pending delivery and its event are never deleted, nor an event still owed to a
+ * subscription. Every instance may run it: deleting a row twice deletes it once.
  */
 @Injectable()
 export class RetentionService
@@ -108,13 +108,9 @@ export class RetentionService
   async prune(now: Date): Promise<Pruned> {
     const before = (ms: number) => new Date(now.getTime() - ms);
     const kept = before(this.config.retentionMs);
-    const givenUp = await this.giveUpPending(
-      before(this.config.retryWindowMs),
-      now,
-    );
-    const owedGivenUp = await this.owed.giveUpBefore(
-      before(this.config.retryWindowMs),
-    );
+    const retryWindowStart = before(this.config.retryWindowMs);
+    const givenUp = await this.giveUpPending(retryWindowStart, now);
+    const owedGivenUp = await this.owed.giveUpBefore(retryWindowStart);
     const deliveries =
       (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
       (await this.deleteDeliveries(
