@@ -44,7 +44,7 @@ function upwardImport(depth) {
 }
 
 export default tseslint.config(
-  { ignores: ['eslint.config.mjs', 'dist/**', 'coverage/**'] },
+  { ignores: ['eslint.config.mjs', 'dist/**', 'dist-test/**', 'coverage/**'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   eslintConfigPrettier,

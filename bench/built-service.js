@@ -103,4 +103,4 @@ function cliToken(env, { name, scopes, root = ROOT }) {
   );
 }
 
-module.exports = { ROOT, cliToken, option, startBuiltService };
+module.exports = { ROOT, cliToken, freePort, option, startBuiltService };

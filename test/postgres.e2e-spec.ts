@@ -1,5 +1,10 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import {
+  BUSY_MESSAGE,
+  BUSY_RETRY_AFTER_SECONDS,
+} from '../src/common/filters/all-exceptions.filter';
+import { DatabaseAvailability } from '../src/database/database-availability';
 import { OwedEvents } from '../src/webhooks/owed-events';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
@@ -288,3 +293,56 @@ describeWithPostgres(
     });
   },
 );
+
+describeWithPostgres('a pool whose every connection is held', () => {
+  it('answers work that waited past DB_BUSY_TIMEOUT 503 busy, nothing changed, while readiness stays 200 and no outage begins', async () => {
+    const database = await createTestDatabase();
+    const testApp = await startTestApp({
+      env: {
+        DATABASE_URL: database.url,
+        DB_POOL_SIZE: '2',
+        DB_BUSY_TIMEOUT: '1s',
+      },
+    });
+    try {
+      const token = await testApp.issueToken();
+      const dataSource = testApp.app.get(DataSource);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let holding = 0;
+      const holders = [1, 2].map(() =>
+        dataSource.transaction(async (manager) => {
+          await manager.query('SELECT 1');
+          holding += 1;
+          await released;
+        }),
+      );
+      while (holding < 2) await new Promise((resolve) => setImmediate(resolve));
+
+      const create = await testApp
+        .http()
+        .post('/plants')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ id: 1, name: 'Waited its turn' });
+      expect(create.status).toBe(503);
+      expect(create.headers['retry-after']).toBe(
+        String(BUSY_RETRY_AFTER_SECONDS),
+      );
+      expect(create.body).toEqual({ error: 503, message: BUSY_MESSAGE });
+      // readiness asks over a connection of its own
+      await testApp.http().get('/health/ready').expect(200);
+      expect(testApp.app.get(DatabaseAvailability).answers).toBe(true);
+
+      release();
+      await Promise.all(holders);
+      await testApp
+        .http()
+        .get('/plants/1')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(404);
+    } finally {
+      await testApp.close();
+      await database.drop();
+    }
+  });
+});

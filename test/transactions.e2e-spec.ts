@@ -4,6 +4,7 @@ import { AppModule } from '../src/app.module';
 import { ServiceDeclarations } from '../src/cli/service-declarations';
 import { DataSource, QueryFailedError } from 'typeorm';
 import { EntitySql } from '../src/database/entity-sql';
+import { findForUpdate } from '../src/database/row-locks';
 import { PortableDataSource } from '../src/database/portable-data-source';
 import { describeRequestProblem } from '../src/database/database-errors';
 import { EventPublisher } from '../src/events/event-publisher';
@@ -101,22 +102,69 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     expect(await eventsOf(1n)).toEqual([]);
   });
 
-  it('holds the stock rule, written in TypeScript, under 50 concurrent orders', async () => {
-    await stock(2n, 10);
-    const results = await Promise.allSettled(
-      Array.from({ length: 50 }, () => orders.place(2n, 1)),
+  it.each([
+    ['its row locked (findForUpdate)', 2n, 'place'],
+    ['at SERIALIZABLE, retried on conflicts', 12n, 'placeSerializable'],
+  ] as const)(
+    'holds the stock rule, written in TypeScript, under 50 concurrent orders, %s',
+    async (_, plantId, method) => {
+      await stock(plantId, 10);
+      const results = await Promise.allSettled(
+        Array.from({ length: 50 }, () => orders[method](plantId, 1)),
+      );
+      const placed = results.filter(({ status }) => status === 'fulfilled');
+      const refused = results.flatMap((result) =>
+        result.status === 'rejected' ? [(result.reason as Error).message] : [],
+      );
+      expect(placed).toHaveLength(10);
+      expect(refused).toEqual(
+        Array(40).fill(
+          `plant ${plantId} has 0 in stock, fewer than the 1 ordered`,
+        ),
+      );
+      expect(await orders.inStock(plantId)).toBe(0);
+      expect(await ordersOf(plantId)).toHaveLength(10);
+      expect(await eventsOf(plantId)).toHaveLength(10);
+    },
+  );
+
+  it('makes a transaction that wants a locked row wait for it, then read it as the holder left it', async () => {
+    await stock(13n, 5);
+    const held = signal();
+    const first = orders.place(13n, 2, async () => {
+      held.resolve();
+      await sleep(300);
+    });
+    await held.promise;
+    const second = orders.place(13n, 3);
+    await first;
+    await second;
+    expect(await orders.inStock(13n)).toBe(0);
+    await expect(orders.place(13n, 1)).rejects.toThrow(
+      'plant 13 has 0 in stock, fewer than the 1 ordered',
     );
-    const placed = results.filter(({ status }) => status === 'fulfilled');
-    const refused = results.flatMap((result) =>
-      result.status === 'rejected' ? [(result.reason as Error).message] : [],
+  });
+
+  it('refuses findForUpdate outside a transaction, and at SERIALIZABLE, on every engine', async () => {
+    const repository = dataSource.getRepository(StockItem);
+    await expect(findForUpdate(repository, { plantId: 1n })).rejects.toThrow(
+      'findForUpdate(StockItem) was called outside a transaction: call it from a method marked @LockingTransaction()',
     );
-    expect(placed).toHaveLength(10);
-    expect(refused).toEqual(
-      Array(40).fill('plant 2 has 0 in stock, fewer than the 1 ordered'),
+    await expect(
+      dataSource.transaction(() => findForUpdate(repository, { plantId: 1n })),
+    ).rejects.toThrow(
+      'findForUpdate(StockItem) runs in a SERIALIZABLE transaction: mark the method @LockingTransaction() (READ COMMITTED)',
     );
-    expect(await orders.inStock(2n)).toBe(0);
-    expect(await ordersOf(2n)).toHaveLength(10);
-    expect(await eventsOf(2n)).toHaveLength(10);
+    await stock(14n, 1);
+    await stock(15n, 2);
+    expect(
+      await dataSource.transaction('READ COMMITTED', () =>
+        findForUpdate(repository, [{ plantId: 15n }, { plantId: 14n }]),
+      ),
+    ).toEqual([
+      Object.assign(new StockItem(), { plantId: 14n, quantity: 1 }),
+      Object.assign(new StockItem(), { plantId: 15n, quantity: 2 }),
+    ]);
   });
 
   it('leaves nothing behind when the transaction throws after its writes', async () => {
@@ -148,8 +196,9 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
 
   it('joins an outer transaction: the outer failure undoes the inner work', async () => {
     await stock(4n, 2);
+    // a rule that locks its rows joins a READ COMMITTED transaction only
     await expect(
-      dataSource.transaction(async () => {
+      dataSource.transaction('READ COMMITTED', async () => {
         await orders.place(4n, 2);
         expect(await orders.inStock(4n)).toBe(0);
         throw new Error('the outer work fails');

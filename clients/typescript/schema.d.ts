@@ -404,7 +404,7 @@ export interface components {
         "RateLimit-Remaining": number;
         /** @description Seconds until the current window ends */
         "RateLimit-Reset": number;
-        /** @description Seconds until the limit lets requests through again */
+        /** @description Seconds to wait before trying again: until the rate limit lets requests through (429), or for a busy database (503) */
         "Retry-After": number;
         /** @description The request's Origin, when CORS_ORIGINS lists it; absent otherwise (CORS is off by default) */
         "Access-Control-Allow-Origin": string;
@@ -507,9 +507,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -609,9 +610,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -722,9 +724,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -833,9 +836,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -874,9 +878,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -918,6 +923,7 @@ export interface operations {
             /** @description The database is unreachable, or the service is shutting down */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -999,9 +1005,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -1100,9 +1107,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -1213,9 +1221,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -1324,9 +1333,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };
@@ -1440,9 +1450,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unavailable, or the service is shutting down; try again (Retry-After) */
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
             503: {
                 headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                     [name: string]: unknown;
                 };

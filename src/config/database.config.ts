@@ -28,11 +28,17 @@ export interface PostgresConfig {
   /** The server cancels a statement that runs longer (`statement_timeout`). */
   statementTimeoutMs: number;
   /**
-   * A connection attempt, or a wait for a free pooled connection, that takes longer fails.
-   * With the query timeout below, a partitioned server costs a request a bounded wait and a
-   * 503, never a hang.
+   * Opening a connection that takes longer fails: the server is unreachable. With the query
+   * timeout below, a partitioned server costs a request a bounded wait and a 503, never a hang.
    */
   connectTimeoutMs: number;
+  /**
+   * How long work waits its turn (a free pooled connection, a transaction's retries after
+   * conflicts) before it is answered 503 busy, with nothing changed.
+   */
+  busyTimeoutMs: number;
+  /** Work waiting for a pooled connection at most: the length of the line. */
+  queueLimit: number;
   /**
    * The client gives up on a query whose answer has not come by then, for when the server
    * cannot even cancel it (a partition): the statement timeout plus a second, so a server
@@ -85,6 +91,8 @@ export function readDatabaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig {
       poolSize: read.DB_POOL_SIZE,
       statementTimeoutMs: read.DB_STATEMENT_TIMEOUT,
       connectTimeoutMs: read.DB_CONNECT_TIMEOUT,
+      busyTimeoutMs: read.DB_BUSY_TIMEOUT,
+      queueLimit: read.DB_QUEUE_LIMIT,
       queryTimeoutMs: read.DB_STATEMENT_TIMEOUT + 1000,
     };
   }

@@ -142,6 +142,8 @@ describe('readDatabaseConfig', () => {
         DB_POOL_SIZE: '20',
         DB_STATEMENT_TIMEOUT: '2s',
         DB_CONNECT_TIMEOUT: '3s',
+        DB_BUSY_TIMEOUT: '4s',
+        DB_QUEUE_LIMIT: '50',
       }),
     ).toEqual({
       engine: 'postgres',
@@ -149,6 +151,8 @@ describe('readDatabaseConfig', () => {
       poolSize: 20,
       statementTimeoutMs: 2000,
       connectTimeoutMs: 3000,
+      busyTimeoutMs: 4000,
+      queueLimit: 50,
       queryTimeoutMs: 3000,
     });
   });

@@ -393,7 +393,17 @@ export const ENVIRONMENT_SCHEMA = z.object({
   DB_CONNECT_TIMEOUT: variable(
     duration(),
     '5s',
-    'PostgreSQL: a connection, or a wait for a pooled one, that takes longer fails',
+    'PostgreSQL: opening a connection that takes longer fails (the server is unreachable)',
+  ),
+  DB_BUSY_TIMEOUT: variable(
+    duration(),
+    '10s',
+    'PostgreSQL: how long work waits its turn (a free pooled connection; a transaction retried after conflicts) before 503 busy, nothing changed',
+  ),
+  DB_QUEUE_LIMIT: variable(
+    integer(1, 1_000_000),
+    '1000',
+    'PostgreSQL: work waiting for a pooled connection at most; more gets 503 busy at once',
   ),
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: variable(
     boolean,

@@ -28,6 +28,11 @@ export class ConnectionGate {
     return this.current !== undefined || this.queue.length > 0;
   }
 
+  /** Statements and transactions waiting for the connection. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** The transaction's owner that holds the connection, if any. */
   get holder(): object | undefined {
     return this.current;

@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { StartupError } from '../common/errors/startup-error';
 import type Database from 'better-sqlite3';
 import type { DataSourceOptions } from 'typeorm';
+import type { PortableDataSourceOptions } from './portable-data-source';
 import type {
   DatabaseConfig,
   PostgresConfig,
@@ -55,9 +56,10 @@ function sqliteOptions(
   };
 }
 
-function postgresOptions(config: PostgresConfig): DataSourceOptions {
+function postgresOptions(config: PostgresConfig): PortableDataSourceOptions {
   return {
     type: 'postgres',
+    contention: { timeoutMs: config.busyTimeoutMs, limit: config.queueLimit },
     url: config.url,
     migrations: [migrationsPattern('postgres')],
     migrationsRun: true,
@@ -85,7 +87,7 @@ function postgresOptions(config: PostgresConfig): DataSourceOptions {
 export function createDataSourceOptions(
   config: DatabaseConfig,
   { exactIntegers = true }: { exactIntegers?: boolean } = {},
-): DataSourceOptions {
+): PortableDataSourceOptions {
   return config.engine === 'sqlite'
     ? sqliteOptions(config, exactIntegers)
     : postgresOptions(config);

@@ -53,7 +53,10 @@ describe('DatabaseAvailability', () => {
     const dataSource = Object.create(
       PortableDataSource.prototype,
     ) as PortableDataSource;
-    Object.assign(dataSource, { commitListeners: [] });
+    Object.assign(dataSource, {
+      commitListeners: [],
+      refuseWaiting: jest.fn(),
+    });
     const availability = new DatabaseAvailability(
       dataSource as unknown as DataSource,
     );
@@ -93,5 +96,14 @@ describe('DatabaseAvailability', () => {
     expect(availability.answers).toBe(true);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(log.mock.calls).toEqual([['Database answers again: serving again']]);
+  });
+
+  it('tells the work waiting for a connection at once when the database is away, not when it only refuses writes', () => {
+    const { availability, dataSource } = withDataSource();
+    availability.wentAway(failed('SQLITE_FULL', 'database or disk is full'));
+    expect(dataSource.refuseWaiting).not.toHaveBeenCalled();
+    const refused = failed('ECONNREFUSED', 'connect ECONNREFUSED');
+    availability.wentAway(refused);
+    expect(dataSource.refuseWaiting).toHaveBeenCalledWith(refused);
   });
 });

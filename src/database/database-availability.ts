@@ -37,7 +37,14 @@ export class DatabaseAvailability
   }
 
   override wentAway(cause: unknown): void {
-    if (isWriteRefused(cause)) this.writes.wentAway(cause);
-    else super.wentAway(cause);
+    if (isWriteRefused(cause)) {
+      this.writes.wentAway(cause);
+      return;
+    }
+    super.wentAway(cause);
+    // the work waiting for a connection would only meet the same: it is told at once
+    if (this.dataSource instanceof PortableDataSource) {
+      this.dataSource.refuseWaiting(cause);
+    }
   }
 }

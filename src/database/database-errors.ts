@@ -157,28 +157,79 @@ export function describeRequestProblem(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The database answered, but the work could not have its turn in time: no connection of the
+ * pool came free, or a transaction kept conflicting, within `DB_BUSY_TIMEOUT` (docs/decisions.md,
+ * "Contention"). Nothing of the work was applied; running it again later may succeed.
+ */
+export class DatabaseBusyError extends Error {
+  override readonly name = 'DatabaseBusyError';
+}
+
+/**
+ * Answers of a database that is there but contended: another SQLite connection (the CLI) holds
+ * its lock (SQLITE_BUSY, SQLITE_LOCKED); a PostgreSQL transaction that still conflicted after
+ * every retry (serialization failure 40001, deadlock 40P01), a lock not granted in time
+ * (55P03) or a statement the server cancelled at `statement_timeout` (57014). Each undid
+ * everything of its transaction.
+ */
+const BUSY_CODES = /^(SQLITE_(BUSY|LOCKED)(_.*)?|40001|40P01|55P03|57014)$/;
+
+/**
+ * pg-pool's words for a wait for a free pooled connection that ran out: the queue in front of
+ * the pool (connection-queue.ts) keeps that wait out of pg-pool, but a caller that went around
+ * it meets the same condition.
+ */
+const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
+
+/**
+ * The database is there but busy: this work did not have its turn within the bound, and
+ * nothing of it was applied (503 with Retry-After). Not an outage: readiness and the outage
+ * lines are about the database, not the queue in front of it.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  if (error instanceof DatabaseBusyError) return true;
+  const code = driverCodeOf(error);
+  if (code !== undefined) return BUSY_CODES.test(code);
+  return (
+    (driverErrorOf(error) as Error | undefined)?.message === POOL_WAIT_TIMEOUT
+  );
+}
+
+/**
+ * No connection could be had: the server refused one, or did not let one be opened in time,
+ * while this work waited its turn or tried to begin. Nothing of the work reached it, so
+ * nothing of it was applied; but the database is away, which is an outage.
+ */
+export class DatabaseUnreachableError extends Error {
+  override readonly name = 'DatabaseUnreachableError';
+}
+
 const UNAVAILABLE_SQLITE_CODES =
-  /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL)(_|$)/;
+  /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL)(_|$)/;
 
 /**
  * PostgreSQL SQLSTATEs and socket errors that mean the server is away, overloaded or shutting
- * down: connection exceptions (08), insufficient resources (53), operator intervention (57,
- * which includes statement_timeout's 57014), read-only transactions (25006), and transactions
- * that still conflicted after every attempt (40001, 40P01: nothing was changed).
+ * down: connection exceptions (08), insufficient resources (53), operator intervention (57)
+ * but a statement cancelled at its timeout (57014, busy), and read-only transactions (25006).
  */
 const UNAVAILABLE_POSTGRES_CODES =
-  /^(08...|53...|57...|25006|40001|40P01|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
+  /^(08...|53...|57(?!014)...|25006|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN)$/;
 
 /**
- * pg's own words when a pooled connection dies, none can be had in time, or a query's answer
- * does not come within the query timeout.
+ * pg's own words when a pooled connection dies, a new one cannot be made in time, or a
+ * query's answer does not come within the query timeout.
  */
 const UNAVAILABLE_POSTGRES_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection closed|Cannot use a pool after calling end/;
+  /Connection terminated|Query read timeout|Client has encountered a connection error|Connection closed|Cannot use a pool after calling end/;
 
-/** Errors that say the database cannot serve right now, not that the request or the code is wrong. */
+/**
+ * Errors that say the database cannot serve right now, not that the request or the code is
+ * wrong, nor that it is only busy (isDatabaseBusy).
+ */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (
+    error instanceof DatabaseUnreachableError ||
     error instanceof ConnectionIsNotSetError ||
     error instanceof CannotExecuteNotConnectedError ||
     // TypeORM's postgres driver, once its pool has been closed

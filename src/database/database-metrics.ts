@@ -6,7 +6,6 @@ import { databaseSystemOf, PortableDataSource } from './portable-data-source';
 interface PgPool {
   totalCount: number;
   idleCount: number;
-  waitingCount: number;
 }
 
 /**
@@ -41,6 +40,14 @@ export class DatabaseMetrics implements OnModuleInit {
         );
       }
     });
+    metrics.gauge(
+      'db_client_connection_pending_requests',
+      'Work waiting its turn for a database connection: a pooled one on PostgreSQL (at most DB_QUEUE_LIMIT), the one connection on SQLite',
+      [],
+      function () {
+        this.set(dataSource.waiting);
+      },
+    );
     if (system !== 'postgresql') return;
     const pool = (dataSource.driver as unknown as { master: PgPool }).master;
     metrics.gauge(
@@ -50,14 +57,6 @@ export class DatabaseMetrics implements OnModuleInit {
       function () {
         this.set({ state: 'used' }, pool.totalCount - pool.idleCount);
         this.set({ state: 'idle' }, pool.idleCount);
-      },
-    );
-    metrics.gauge(
-      'db_client_connection_pending_requests',
-      'Statements waiting for a free PostgreSQL connection',
-      [],
-      function () {
-        this.set(pool.waitingCount);
       },
     );
   }

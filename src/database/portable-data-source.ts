@@ -6,6 +6,7 @@ import {
   MigrationExecutor,
   QueryFailedError,
   QueryResult,
+  type DataSourceOptions,
   type EntityManager,
   type Migration,
   type QueryRunner,
@@ -13,6 +14,13 @@ import {
 import { traced, tracing } from '../tracing/tracing';
 import { ConnectionGate } from './connection-gate';
 import {
+  ConnectionQueue,
+  queueConnections,
+  type CallbackPool,
+  type QueueBounds,
+} from './connection-queue';
+import {
+  DatabaseUnreachableError,
   explainConnectFailure,
   isTransactionConflict,
 } from './database-errors';
@@ -22,6 +30,10 @@ interface ActiveTransaction {
   dataSource: DataSource;
   /** The transaction's runner for code that joins: releasing it gives nothing back. */
   joined: QueryRunner;
+  /** When its attempts must have had their connection, in ms (Date.now()). */
+  deadline: number;
+  /** What it was asked to run at; PostgreSQL's level, and on SQLite what the rule expects. */
+  isolation: IsolationLevel;
 }
 
 const activeTransaction = new AsyncLocalStorage<ActiveTransaction>();
@@ -39,10 +51,30 @@ export function transactionRunnerOf(
 }
 
 /**
- * How many times a transaction runs before a serialization failure or a deadlock on PostgreSQL
- * is given up on (then 503: nothing was changed, the client may try again).
+ * The isolation level the transaction the caller runs in on this data source was asked for
+ * (SERIALIZABLE unless said), whichever the engine; undefined outside one. On SQLite every
+ * transaction holds the one connection alone, whatever it asked for.
  */
-export const TRANSACTION_ATTEMPTS = 20;
+export function transactionIsolationOf(
+  dataSource: DataSource,
+): IsolationLevel | undefined {
+  const active = activeTransaction.getStore();
+  return active?.dataSource === dataSource ? active.isolation : undefined;
+}
+
+/**
+ * How long work waits its turn at PostgreSQL (DB_BUSY_TIMEOUT, DB_QUEUE_LIMIT), unless the
+ * options say: a free pooled connection, and a transaction's retries after conflicts.
+ */
+export const DEFAULT_CONTENTION: QueueBounds = {
+  timeoutMs: 10_000,
+  limit: 1000,
+};
+
+/** DataSourceOptions, and how long work waits its turn at the database. */
+export type PortableDataSourceOptions = DataSourceOptions & {
+  contention?: QueueBounds;
+};
 
 /** Statements kept prepared on SQLite's connection, by text: every text the code writes. */
 const PREPARED_STATEMENTS = 256;
@@ -52,6 +84,18 @@ const retryDelayMs = (attempt: number) =>
   Math.random() * Math.min(250, 5 * 2 ** attempt);
 
 type Work<T> = (manager: EntityManager) => Promise<T>;
+
+/** pg-pool's Pool as the driver holds it (`driver.master`), and what it was made with. */
+interface PgPool extends CallbackPool {
+  options: Record<string, unknown>;
+  query(sql: string): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/** The pg module TypeORM's driver loaded (`driver.postgres`). */
+interface PgModule {
+  Pool: new (options: Record<string, unknown>) => PgPool;
+}
 
 /** TypeORM's isolation levels (the package root does not export their type). */
 export type IsolationLevel = NonNullable<
@@ -100,8 +144,32 @@ interface SqliteConnection {
  * `npm run migration:generate` compares the migrated schema with what the service reads.
  */
 export class PortableDataSource extends DataSource {
+  declare readonly options: PortableDataSourceOptions;
+
   /** SQLite only: its one connection, shared by statements and held by a transaction. */
   private sqlite?: SqliteConnection;
+
+  /** PostgreSQL only: the line in front of the pool. */
+  private queue?: ConnectionQueue;
+
+  /** PostgreSQL only: readiness's own connection, apart from the pool and its line. */
+  private pingPool?: PgPool;
+
+  constructor(options: PortableDataSourceOptions) {
+    super(options);
+  }
+
+  private get contention(): QueueBounds {
+    return this.options.contention ?? DEFAULT_CONTENTION;
+  }
+
+  /**
+   * Work waiting its turn for the database now: for a pooled connection on PostgreSQL, for
+   * the one connection (behind a transaction) on SQLite.
+   */
+  get waiting(): number {
+    return this.queue?.waiting ?? this.sqlite?.gate.waiting ?? 0;
+  }
 
   /**
    * Wrapped around every statement while there are any (DatabaseMetrics times them, tracing
@@ -156,8 +224,67 @@ export class PortableDataSource extends DataSource {
       throw (url && explainConnectFailure(error, url)) || error;
     }
     if (this.options.type === 'better-sqlite3') this.gateSqliteConnection();
+    if (this.options.type === 'postgres') this.queuePooledConnections();
     if (tracing.tracer) this.statementWrappers.push(statementSpans(this));
     return this;
+  }
+
+  /**
+   * Ends the wait of all the work waiting for a pooled connection, as DatabaseUnreachableError:
+   * the database was found away (`cause`), and none of it has run.
+   */
+  refuseWaiting(cause: unknown): void {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    this.queue?.refuseWaiting(
+      new DatabaseUnreachableError(
+        `the database was found unreachable (${reason}) while this waited for a connection`,
+        { cause },
+      ),
+    );
+  }
+
+  override async destroy(): Promise<void> {
+    const pingPool = this.pingPool;
+    this.pingPool = undefined;
+    await pingPool?.end().catch(() => undefined);
+    await super.destroy();
+  }
+
+  /**
+   * Whether the database answers, within `timeoutMs`: what readiness asks. On PostgreSQL it
+   * asks over a connection of its own, so that a pool busy with contended work (a line of
+   * requests waiting their turn) never reads as a database that is away.
+   */
+  async ping(timeoutMs: number): Promise<void> {
+    if (this.options.type !== 'postgres') {
+      await withTimeout(this.query('SELECT 1'), timeoutMs);
+      return;
+    }
+    if (!this.isInitialized) throw new Error('the database is not connected');
+    this.pingPool ??= this.pingPoolLike(
+      (this.driver as unknown as { master: PgPool }).master,
+    );
+    await withTimeout(this.pingPool.query('SELECT 1'), timeoutMs);
+  }
+
+  /** A pool of one connection, made as the driver's pool is (its URL, TLS and timeouts). */
+  private pingPoolLike(master: PgPool): PgPool {
+    const { Pool } = (this.driver as unknown as { postgres: PgModule })
+      .postgres;
+    const pool = new Pool({ ...master.options, max: 1 });
+    // a failure is the caller's to see, in its query; an idle connection that dies is replaced
+    (pool as unknown as NodeJS.EventEmitter).on('error', () => undefined);
+    return pool;
+  }
+
+  /** Every connection the pool gives out waits its turn in a bounded line first. */
+  private queuePooledConnections(): void {
+    const pool = (this.driver as unknown as { master: PgPool }).master;
+    this.queue = new ConnectionQueue(Number(pool.options.max), this.contention);
+    queueConnections(pool, this.queue, () => {
+      const active = activeTransaction.getStore();
+      return active?.dataSource === this ? active.deadline : undefined;
+    });
   }
 
   /**
@@ -170,8 +297,12 @@ export class PortableDataSource extends DataSource {
    *   for it instead of landing inside it. On PostgreSQL it runs on a pooled connection of its
    *   own, SERIALIZABLE unless told otherwise, so a rule that reads, checks and writes in
    *   TypeScript holds under concurrency.
-   * - A serialization failure or a deadlock on PostgreSQL runs `work` again, up to
-   *   TRANSACTION_ATTEMPTS times in all: `work` must do nothing but database work.
+   * - A serialization failure or a deadlock on PostgreSQL runs `work` again, after a pause
+   *   that grows, on a connection taken anew (the last one is given back meanwhile), for as
+   *   long as the contention bound (DB_BUSY_TIMEOUT) allows: `work` must do nothing but
+   *   database work. Then the conflict is the answer: 503 busy, nothing changed.
+   * - The isolation level is for PostgreSQL; on SQLite every transaction is serializable, as
+   *   it holds the one connection alone.
    * - Called inside a transaction, it joins it (a savepoint: its failure undoes only itself).
    *   TypeORM calls made inside `work` through any repository, injected or not, join it too.
    */
@@ -188,28 +319,28 @@ export class PortableDataSource extends DataSource {
       typeof isolationOrWork === 'function'
         ? [undefined, isolationOrWork]
         : [isolationOrWork, maybeWork!];
+    const level = isolation ?? 'SERIALIZABLE';
     const joined = transactionRunnerOf(this);
-    if (joined) {
-      return isolation
-        ? joined.manager.transaction(isolation, work)
-        : joined.manager.transaction(work);
-    }
+    // a savepoint of the transaction it joins, at that transaction's isolation
+    if (joined) return joined.manager.transaction(work);
+    const deadline = Date.now() + this.contention.timeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.runTransaction(isolation, work);
+        return await this.runTransaction(level, deadline, work);
       } catch (error) {
-        if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) {
-          throw error;
-        }
-        await new Promise((resolve) =>
-          setTimeout(resolve, retryDelayMs(attempt)),
-        );
+        if (!isTransactionConflict(error)) throw error;
+        const delay = retryDelayMs(attempt);
+        if (Date.now() + delay >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        // a timer can fire late on a loaded machine: no attempt starts past the bound
+        if (Date.now() >= deadline) throw error;
       }
     }
   }
 
   private async runTransaction<T>(
-    isolation: IsolationLevel | undefined,
+    isolation: IsolationLevel,
+    deadline: number,
     work: Work<T>,
   ): Promise<T> {
     const owner = this.createQueryRunner();
@@ -221,11 +352,11 @@ export class PortableDataSource extends DataSource {
           }) as QueryRunner);
     try {
       return await activeTransaction.run(
-        { dataSource: this, joined },
+        { dataSource: this, joined, deadline, isolation },
         async () => {
+          // SQLite's own level is serializable, and TypeORM refuses it any other
           await owner.startTransaction(
-            isolation ??
-              (this.options.type === 'postgres' ? 'SERIALIZABLE' : undefined),
+            this.options.type === 'postgres' ? isolation : undefined,
           );
           try {
             const result = await work(owner.manager);
@@ -514,4 +645,16 @@ function preparedStatements(dataSource: DataSource): QueryRunner['query'] {
       return Promise.reject(new QueryFailedError(sql, values, error as Error));
     }
   }) as QueryRunner['query'];
+}
+
+/** `promise`, or a rejection once `ms` pass first. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the database did not answer within ${ms} ms`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

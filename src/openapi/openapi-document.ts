@@ -17,7 +17,9 @@ import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import {
+  BUSY_MESSAGE,
   DATABASE_UNAVAILABLE_MESSAGE,
+  UNREACHABLE_BEFORE_CHANGE_MESSAGE,
   WRITE_OUTCOME_UNKNOWN_MESSAGE,
   INTERNAL_ERROR_MESSAGE,
 } from '../common/filters/all-exceptions.filter';
@@ -68,10 +70,12 @@ const SERVICE_ERROR_RESPONSES = [
   {
     status: 503,
     description:
-      'The database is unavailable, or the service is shutting down; try again (Retry-After)',
+      'The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed)',
     type: ErrorBody,
     examples: errorExamples(503, {
+      'Database busy': BUSY_MESSAGE,
       'Database unavailable': DATABASE_UNAVAILABLE_MESSAGE,
+      'Database unavailable before a change': UNREACHABLE_BEFORE_CHANGE_MESSAGE,
       'Database lost during a change': WRITE_OUTCOME_UNKNOWN_MESSAGE,
       'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
@@ -101,7 +105,8 @@ const HEADERS = {
     schema: SECONDS,
   },
   'Retry-After': {
-    description: 'Seconds until the limit lets requests through again',
+    description:
+      'Seconds to wait before trying again: until the rate limit lets requests through (429), or for a busy database (503)',
     schema: { ...SECONDS, minimum: 1 },
   },
   'Access-Control-Allow-Origin': {
@@ -146,7 +151,7 @@ function declareHeaders(document: OpenAPIObject): void {
                 RATE_LIMIT_HEADERS.map((name) => [name, headerRef(name)]),
               )
             : {}),
-          ...(status === '429'
+          ...(status === '429' || status === '503'
             ? { 'Retry-After': headerRef('Retry-After') }
             : {}),
           'Access-Control-Allow-Origin': headerRef(
@@ -198,7 +203,7 @@ JavaScript rounds them; the service never does.)
 | 404 | no such plant or subscription |
 | 429 | a rate limit; retry after \`Retry-After\` seconds |
 | 500 | a fault of the service, logged with the request's \`X-Request-Id\` |
-| 503 | the database is unavailable or the service is shutting down; retry |
+| 503 | the database is busy (nothing changed; retry after \`Retry-After\` seconds) or unavailable, or the service is shutting down; retry |
 
 Every failure is an Error object, \`{"error": <status>, "message": "<what is wrong and where>"}\`.
 Every limited answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`.

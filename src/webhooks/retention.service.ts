@@ -9,7 +9,10 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { In, IsNull, LessThan, Repository, type ObjectLiteral } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
-import { isDatabaseUnavailable } from '../database/database-errors';
+import {
+  isDatabaseBusy,
+  isDatabaseUnavailable,
+} from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -99,7 +102,14 @@ export class RetentionService
         );
       }
     } catch (error) {
-      if (this.shutdown.signal.aborted || isDatabaseUnavailable(error)) return;
+      // the next run deletes what this one could not
+      if (
+        this.shutdown.signal.aborted ||
+        isDatabaseUnavailable(error) ||
+        isDatabaseBusy(error)
+      ) {
+        return;
+      }
       this.logger.error(error, 'retention could not delete old events');
     }
   }

@@ -20,7 +20,10 @@ import {
 } from '../common/json/lossless-json';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { DatabaseAvailability } from '../database/database-availability';
-import { isDatabaseUnavailable } from '../database/database-errors';
+import {
+  isDatabaseBusy,
+  isDatabaseUnavailable,
+} from '../database/database-errors';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { Metrics } from '../metrics/metrics';
 import { traced } from '../tracing/tracing';
@@ -156,6 +159,9 @@ export class WebhookDispatcher
         // the database may close first; nothing is lost, rows stay pending
       } else if (isDatabaseUnavailable(error)) {
         this.database.wentAway(error);
+      } else if (isDatabaseBusy(error)) {
+        // the requests' turn: the rows stay pending for the next poll
+        this.logger.debug(`webhook poll deferred: ${(error as Error).message}`);
       } else {
         this.logger.error(error, 'could not read pending webhook deliveries');
       }
@@ -284,8 +290,9 @@ export class WebhookDispatcher
           await this.owed.deliverProbe(id);
         }
       } catch (error) {
-        // a database that is away ends the poll; anything else holds back this one subscription
-        if (isDatabaseUnavailable(error)) throw error;
+        // a database that is away or busy ends the poll; anything else holds back this one
+        // subscription
+        if (isDatabaseUnavailable(error) || isDatabaseBusy(error)) throw error;
         this.logger.error(
           error,
           `webhook subscription ${id}: could not make the deliveries of the events owed to it; trying again at the next poll`,
@@ -385,7 +392,13 @@ export class WebhookDispatcher
       await this.record(delivery, outcome);
       await this.followReceiver(subscription, outcome);
     } catch (error) {
-      if (!this.shutdown.signal.aborted) {
+      if (this.shutdown.signal.aborted) return;
+      if (isDatabaseBusy(error)) {
+        // its claim runs out and the delivery is attempted again: at least once
+        this.logger.warn(
+          `webhook delivery ${delivery.id}: the database was too busy to record the attempt (${(error as Error).message}); it will be attempted again`,
+        );
+      } else {
         this.logger.error(error, `webhook delivery ${delivery.id} failed`);
       }
     }

@@ -4,13 +4,15 @@ import {
   Inject,
   Injectable,
   NotFoundException,
-  ServiceUnavailableException,
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { randomInt, randomUUID } from 'node:crypto';
-import { In, IsNull, Repository } from 'typeorm';
+import { DataSource, In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
-import { isUniqueViolation } from '../database/database-errors';
+import {
+  DatabaseBusyError,
+  isUniqueViolation,
+} from '../database/database-errors';
 import { EventCatalogue } from '../events/event-catalogue';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { describeResolvedProblem, describeUrlProblem } from './outbound-target';
@@ -45,12 +47,14 @@ export type DeliveryRecord = WebhookDelivery & { eventType: string };
 
 /**
  * Webhook subscriptions and the record of their deliveries, for the HTTP API
- * (WebhookSubscriptionsController) and the operator's CLI alike. Each write is one statement
- * through TypeORM's Repository (docs/adding-a-module.md, "Persistence").
+ * (WebhookSubscriptionsController) and the operator's CLI alike, through TypeORM's Repository
+ * (docs/adding-a-module.md, "Persistence"). Each change is one unit of work: made whole or
+ * not at all, so that a 503 on the way never leaves half of one behind.
  */
 @Injectable()
 export class WebhookSubscriptionsService {
   constructor(
+    private readonly dataSource: DataSource,
     @InjectRepository(WebhookSubscription)
     private readonly subscriptions: Repository<WebhookSubscription>,
     @InjectRepository(WebhookDelivery)
@@ -93,8 +97,12 @@ export class WebhookSubscriptionsService {
       secret: createSigningSecret(),
       removedAt: null,
     });
-    await this.insertInFreeSlot(subscription);
-    return this.subscriptions.findOneByOrFail({ id: subscription.id });
+    // READ COMMITTED: each slot's unique index decides between concurrent creates, and each
+    // look at the free slots sees those taken meanwhile
+    return this.dataSource.transaction('READ COMMITTED', async () => {
+      await this.insertInFreeSlot(subscription);
+      return this.subscriptions.findOneByOrFail({ id: subscription.id });
+    });
   }
 
   /**
@@ -122,13 +130,16 @@ export class WebhookSubscriptionsService {
       }
       subscription.slot = free[randomInt(free.length)];
       try {
-        await this.subscriptions.insert(subscription);
+        // a savepoint: a slot taken meanwhile undoes this insert alone
+        await this.dataSource.transaction(() =>
+          this.subscriptions.insert(subscription),
+        );
         return;
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
         if (attempt === MAX_SLOT_ATTEMPTS) {
-          throw new ServiceUnavailableException(
-            'too many subscriptions are being created at once: nothing was created; try again',
+          throw new DatabaseBusyError(
+            'too many subscriptions are being created at once',
           );
         }
       }
@@ -157,15 +168,17 @@ export class WebhookSubscriptionsService {
    * none is active. The row stays, for the history of its deliveries.
    */
   async remove(id: string): Promise<void> {
-    const { affected } = await this.subscriptions.update(
-      { id, removedAt: IsNull() },
-      { removedAt: new Date(), secret: '' },
-    );
-    if (!affected) throw subscriptionNotFound(id);
-    await this.deliveries.update(
-      { subscriptionId: id, status: 'pending' },
-      { status: 'cancelled' },
-    );
+    await this.dataSource.transaction('READ COMMITTED', async () => {
+      const { affected } = await this.subscriptions.update(
+        { id, removedAt: IsNull() },
+        { removedAt: new Date(), secret: '' },
+      );
+      if (!affected) throw subscriptionNotFound(id);
+      await this.deliveries.update(
+        { subscriptionId: id, status: 'pending' },
+        { status: 'cancelled' },
+      );
+    });
   }
 
   /** The newest deliveries of one active subscription, newest first. */

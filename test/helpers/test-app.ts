@@ -46,15 +46,27 @@ export type Engine = 'sqlite' | 'postgres';
 export const ENGINE: Engine =
   process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 
-/** A reader of the database: better-sqlite3 with safe integers, or pg with int8 as bigint. */
-function databaseReader(engine: Engine, location: string) {
+/**
+ * A reader of the database: better-sqlite3 with safe integers, or pg with int8 as bigint.
+ * `writable` lets a test write too (SQLite's reader is read-only otherwise).
+ */
+export function databaseReader(
+  engine: Engine,
+  location: string,
+  { writable = false } = {},
+) {
   if (engine === 'sqlite') {
     let db: Database.Database | undefined;
     return {
       query: <T>(sql: string, parameters: unknown[]) => {
-        db ??= new Database(location, { readonly: true });
+        db ??= new Database(location, { readonly: !writable });
         db.defaultSafeIntegers(true);
-        return Promise.resolve(db.prepare(sql).all(...parameters) as T[]);
+        const statement = db.prepare(sql);
+        if (!statement.reader) {
+          statement.run(...parameters);
+          return Promise.resolve([] as T[]);
+        }
+        return Promise.resolve(statement.all(...parameters) as T[]);
       },
       close: () => Promise.resolve(db?.close()),
     };

@@ -6,11 +6,18 @@ import {
   NotFoundException,
 } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
-import { DuplicateKeyError } from '../../database/database-errors';
+import {
+  DatabaseBusyError,
+  DuplicateKeyError,
+  isDatabaseBusy,
+  isDatabaseUnavailable,
+} from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import { DatabaseAvailability } from '../../database/database-availability';
 import {
   AllExceptionsFilter,
+  BUSY_MESSAGE,
+  BUSY_RETRY_AFTER_SECONDS,
   toErrorAnswer,
   WRITE_OUTCOME_UNKNOWN_MESSAGE,
 } from './all-exceptions.filter';
@@ -54,10 +61,11 @@ describe('toErrorAnswer', () => {
   });
 
   it.each([
-    'SQLITE_BUSY',
     'SQLITE_FULL',
     'SQLITE_IOERR_WRITE',
     'SQLITE_READONLY',
+    '57P01',
+    '08006',
   ])('answers the database failure %s with 503', (code) => {
     const driverError = Object.assign(
       new Error('disk I/O error at /var/lib/x'),
@@ -68,6 +76,57 @@ describe('toErrorAnswer', () => {
     ).toEqual({
       error: 503,
       message: 'the database is unavailable; try again later',
+    });
+  });
+
+  describe('a database that is there but busy', () => {
+    const failedWith = (code: string) =>
+      new QueryFailedError(
+        'UPDATE stock ...',
+        [],
+        Object.assign(new Error(`failed with ${code}`), { code }),
+      );
+
+    it.each([
+      [
+        'a wait for a pooled connection that ran out',
+        new DatabaseBusyError('no connection came free'),
+      ],
+      ["another connection holding SQLite's lock", failedWith('SQLITE_BUSY')],
+      ['a table SQLite keeps locked', failedWith('SQLITE_LOCKED_SHAREDCACHE')],
+      ['a serialization failure after every retry', failedWith('40001')],
+      ['a deadlock after every retry', failedWith('40P01')],
+      ['a lock not granted in time', failedWith('55P03')],
+      ['a statement cancelled at its timeout', failedWith('57014')],
+      [
+        "pg-pool's own wait for a pooled connection",
+        new Error('timeout exceeded when trying to connect'),
+      ],
+    ])(
+      'answers %s with 503, Retry-After, and that nothing was changed, for a write too',
+      (_, error) => {
+        for (const method of ['GET', 'POST', 'DELETE']) {
+          expect(toErrorAnswer(error, method)).toEqual({
+            body: { error: 503, message: BUSY_MESSAGE },
+            headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
+          });
+        }
+        expect(isDatabaseBusy(error)).toBe(true);
+        expect(isDatabaseUnavailable(error)).toBe(false);
+      },
+    );
+
+    it('tells it apart from a connection that could not be opened in time, which is an outage', () => {
+      const error = new Error(
+        'Connection terminated due to connection timeout',
+      );
+      expect(isDatabaseBusy(error)).toBe(false);
+      expect(isDatabaseUnavailable(error)).toBe(true);
+    });
+
+    it('says nothing was changed, and when to try again', () => {
+      expect(BUSY_MESSAGE).toContain('nothing was changed');
+      expect(BUSY_MESSAGE).not.toContain('may or may not');
     });
   });
 
@@ -262,6 +321,34 @@ describe('AllExceptionsFilter', () => {
         'Database does not answer (connect ECONNREFUSED): requests that need it get 503 and readiness is 503 until it does',
       );
       expect(availability.answers).toBe(false);
+    } finally {
+      error.mockRestore();
+      warn.mockRestore();
+    }
+  });
+
+  it('answers a busy database with 503 and Retry-After, and logs no outage nor error', () => {
+    const error = jest.spyOn(Logger.prototype, 'error');
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const availability = new DatabaseAvailability();
+    const response = {
+      headersSent: false,
+      status: jest.fn().mockReturnThis(),
+      set: jest.fn().mockReturnThis(),
+      json: jest.fn().mockReturnThis(),
+    };
+    try {
+      new AllExceptionsFilter(availability).catch(
+        new DatabaseBusyError(
+          'no database connection came free within 10000 ms',
+        ),
+        hostFor(response),
+      );
+      expect(response.status).toHaveBeenCalledWith(503);
+      expect(response.set).toHaveBeenCalledWith({ 'Retry-After': '1' });
+      expect(error).not.toHaveBeenCalled();
+      expect(warn).not.toHaveBeenCalled();
+      expect(availability.answers).toBe(true);
     } finally {
       error.mockRestore();
       warn.mockRestore();

@@ -8,7 +8,9 @@ import {
 } from '@nestjs/common';
 import type { Response } from 'express';
 import {
+  DatabaseUnreachableError,
   describeRequestProblem,
+  isDatabaseBusy,
   isDatabaseUnavailable,
 } from '../../database/database-errors';
 import { DatabaseAvailability } from '../../database/database-availability';
@@ -39,8 +41,13 @@ export class AllExceptionsFilter implements ExceptionFilter {
       http.getRequest<RequestWithId>().method,
     );
     // a 5xx the service chose (shutting down, not ready) is logged by whoever chose it, once;
-    // a database away, once per outage; only the unexpected, per request, with its stack
-    if (body.error >= 500 && !(exception instanceof HttpException)) {
+    // a database away, once per outage; a busy one is no outage (the access log has each
+    // 503); only the unexpected, per request, with its stack
+    if (
+      body.error >= 500 &&
+      !(exception instanceof HttpException) &&
+      !isDatabaseBusy(exception)
+    ) {
       if (isDatabaseUnavailable(exception)) {
         this.database.wentAway(exception);
       } else {
@@ -74,12 +81,20 @@ export function toErrorAnswer(exception: unknown, method = 'GET'): ErrorAnswer {
   if (requestProblem !== undefined) {
     return answer(HttpStatus.BAD_REQUEST, requestProblem);
   }
+  if (isDatabaseBusy(exception)) {
+    return {
+      body: { error: HttpStatus.SERVICE_UNAVAILABLE, message: BUSY_MESSAGE },
+      headers: { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
+    };
+  }
   if (isDatabaseUnavailable(exception)) {
     return answer(
       HttpStatus.SERVICE_UNAVAILABLE,
-      WRITES.has(method)
-        ? WRITE_OUTCOME_UNKNOWN_MESSAGE
-        : DATABASE_UNAVAILABLE_MESSAGE,
+      !WRITES.has(method)
+        ? DATABASE_UNAVAILABLE_MESSAGE
+        : exception instanceof DatabaseUnreachableError
+          ? UNREACHABLE_BEFORE_CHANGE_MESSAGE
+          : WRITE_OUTCOME_UNKNOWN_MESSAGE,
     );
   }
   return answer(HttpStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE);
@@ -95,6 +110,22 @@ export const INTERNAL_ERROR_MESSAGE = 'internal server error';
  */
 export const WRITE_OUTCOME_UNKNOWN_MESSAGE =
   'the database did not answer: the change may or may not have been made; read it back before you try again';
+
+/**
+ * A write that could not even begin: no connection to the database could be had, so none of
+ * its statements ran.
+ */
+export const UNREACHABLE_BEFORE_CHANGE_MESSAGE =
+  'the database is unavailable: nothing was changed; try again later';
+
+/**
+ * A busy database: the work waited its turn (a connection, a contended row) for the whole
+ * contention bound and was not done; nothing was changed, so sending it again is safe
+ * (docs/decisions.md, "Contention").
+ */
+export const BUSY_MESSAGE =
+  'the database is too busy to serve this request now: nothing was changed; try again after Retry-After seconds';
+export const BUSY_RETRY_AFTER_SECONDS = 1;
 
 function answer(status: number, message: string): ErrorAnswer {
   return { body: { error: status, message }, headers: {} };

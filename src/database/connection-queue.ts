@@ -1,0 +1,158 @@
+import {
+  DatabaseBusyError,
+  DatabaseUnreachableError,
+  isDatabaseUnavailable,
+} from './database-errors';
+
+interface Waiter {
+  grant: () => void;
+  refuse: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** What the queue is bounded by: DB_QUEUE_LIMIT and DB_BUSY_TIMEOUT. */
+export interface QueueBounds {
+  /** Waiters at most; one more is refused at once. */
+  limit: number;
+  /** The longest one waits, unless its caller gives an earlier deadline. */
+  timeoutMs: number;
+}
+
+/**
+ * The line in front of PostgreSQL's pool: as many permits as the pool has connections, and
+ * waiters served first come, first served, each for a bounded time. pg-pool's own queue has
+ * no bound on its length, and its wait shares one timeout with opening a connection, so a
+ * request that waited its turn too long was told the database was unreachable. Here a wait
+ * that runs out, or a line already full, is a DatabaseBusyError (503 busy, nothing changed):
+ * no statement of the caller ran.
+ */
+export class ConnectionQueue {
+  private free: number;
+  private readonly waiters: Waiter[] = [];
+
+  constructor(
+    permits: number,
+    private readonly bounds: QueueBounds,
+  ) {
+    this.free = permits;
+  }
+
+  /** Callers waiting for a connection now: the depth of the line. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /**
+   * Resolves once the caller may take a connection, which it gives back with `release()`;
+   * rejects with DatabaseBusyError when the line is full, or once `deadline` (a time in ms,
+   * at most `timeoutMs` from now) passes first.
+   */
+  acquire(deadline = Date.now() + this.bounds.timeoutMs): Promise<void> {
+    if (this.free > 0) {
+      this.free -= 1;
+      return Promise.resolve();
+    }
+    if (this.waiters.length >= this.bounds.limit) {
+      return Promise.reject(
+        new DatabaseBusyError(
+          `${this.bounds.limit} requests were already waiting for a database connection`,
+        ),
+      );
+    }
+    const waitMs = Math.max(
+      0,
+      Math.min(deadline, Date.now() + this.bounds.timeoutMs) - Date.now(),
+    );
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        grant: resolve,
+        refuse: reject,
+        timer: setTimeout(() => {
+          this.waiters.splice(this.waiters.indexOf(waiter), 1);
+          reject(
+            new DatabaseBusyError(
+              `no database connection came free within ${waitMs} ms`,
+            ),
+          );
+        }, waitMs),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Ends every wait now with `error`: no connection is coming for anyone. */
+  refuseWaiting(error: Error): void {
+    for (const waiter of this.waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.refuse(error);
+    }
+  }
+
+  /** Gives a connection back: to the first waiter, if there is one. */
+  release(): void {
+    const next = this.waiters.shift();
+    if (next === undefined) {
+      this.free += 1;
+      return;
+    }
+    clearTimeout(next.timer);
+    next.grant();
+  }
+}
+
+/** The part of pg-pool's Pool that TypeORM's driver calls to take a connection. */
+export interface CallbackPool {
+  connect(
+    callback: (
+      error: Error | undefined,
+      client: unknown,
+      release: (error?: unknown) => void,
+    ) => void,
+  ): void;
+}
+
+/**
+ * Makes every connection taken from `pool` wait its turn in `queue` first, and give its
+ * permit back when it is released (once, however often release is called). `deadline` says
+ * by when the caller needs it. A connection that cannot be opened because the server is away
+ * ends the wait of everyone behind it too, at once: none of them would get one either. Both
+ * fail as DatabaseUnreachableError: their work never reached the database.
+ */
+export function queueConnections(
+  pool: CallbackPool,
+  queue: ConnectionQueue,
+  deadline: () => number | undefined,
+): void {
+  const connect = pool.connect.bind(pool);
+  pool.connect = (callback) => {
+    queue.acquire(deadline()).then(
+      () =>
+        connect((error, client, release) => {
+          if (error) {
+            if (!isDatabaseUnavailable(error)) {
+              queue.release();
+              callback(error, client, release);
+              return;
+            }
+            const unreachable = new DatabaseUnreachableError(error.message, {
+              cause: error,
+            });
+            // first, so that the permit given back goes to none of them
+            queue.refuseWaiting(unreachable);
+            queue.release();
+            callback(unreachable, client, release);
+            return;
+          }
+          let released = false;
+          callback(undefined, client, (releaseError?: unknown) => {
+            if (!released) {
+              released = true;
+              queue.release();
+            }
+            release(releaseError);
+          });
+        }),
+      (error: Error) => callback(error, undefined, () => undefined),
+    );
+  };
+}

@@ -1,0 +1,277 @@
+import { request } from 'node:http';
+import { join } from 'node:path';
+import {
+  startFixtureProcess,
+  type FixtureProcess,
+} from './helpers/fixture-process';
+import { createTestDatabase } from './helpers/postgres';
+import { databaseReader, ENGINE, makeTempFolder } from './helpers/test-app';
+
+interface Answer {
+  status: number;
+  message?: string;
+  retryAfter?: string;
+}
+
+/** Past the contention bound: nothing was changed, and when to try again. */
+const BUSY: Answer = {
+  status: 503,
+  message:
+    'the database is too busy to serve this request now: nothing was changed; try again after Retry-After seconds',
+  retryAfter: '1',
+};
+
+/**
+ * A POST from one of the loopback addresses 127.0.0.1 to 127.0.0.4, on a connection of its
+ * own: a burst spread over them stays under MAX_CONNECTIONS_PER_ADDRESS (256 by default).
+ */
+function post(
+  service: FixtureProcess,
+  path: string,
+  body: unknown,
+  from: number,
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      `${service.baseUrl}${path}`,
+      {
+        method: 'POST',
+        agent: false,
+        localAddress: `127.0.0.${1 + (from % 4)}`,
+        headers: {
+          Authorization: `Bearer ${service.token}`,
+          'Content-Type': 'application/json',
+        },
+      },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode!,
+            message: (JSON.parse(text) as { message?: string }).message,
+            retryAfter: response.headers['retry-after'],
+          }),
+        );
+      },
+    );
+    sent.once('error', reject);
+    sent.end(JSON.stringify(body));
+  });
+}
+
+/** Asks for readiness every 50 ms until `until` settles: every status it answered. */
+async function readinessDuring(
+  service: FixtureProcess,
+  until: Promise<unknown>,
+): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true)).catch(() => undefined);
+  const statuses: number[] = [];
+  while (!done) {
+    statuses.push((await fetch(`${service.baseUrl}/health/ready`)).status);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return statuses;
+}
+
+// Contention is work, not an outage (docs/adding-a-module.md, "Business rules"): rules under
+// many concurrent requests, against a real process at its default settings, on each engine.
+describe(`contended business rules over HTTP (${ENGINE})`, () => {
+  let service: FixtureProcess;
+  let database: ReturnType<typeof databaseReader>;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    let url: string;
+    if (ENGINE === 'postgres') {
+      const created = await createTestDatabase();
+      url = created.url;
+      cleanup = created.drop;
+    } else {
+      const folder = makeTempFolder();
+      url = `sqlite:${join(folder.path, 'store.sqlite')}`;
+      cleanup = () => Promise.resolve(folder.remove());
+    }
+    service = await startFixtureProcess('inventory', {
+      DATABASE_URL: url,
+      // loopback receivers; the outage lines are warn lines
+      WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+      LOG_LEVEL: 'warn',
+    });
+    // a subscription that wants every event, so that each transfer writes its event
+    expect(
+      (
+        await post(
+          service,
+          '/webhooks/subscriptions',
+          { url: 'http://127.0.0.1:9/every-event' },
+          0,
+        )
+      ).status,
+    ).toBe(201);
+    database = databaseReader(
+      ENGINE,
+      ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
+      { writable: true },
+    );
+  });
+
+  afterAll(async () => {
+    service?.child.kill('SIGTERM');
+    await service?.exited;
+    await database?.close();
+    await cleanup?.();
+  });
+
+  /** The database's own state lines (an outage begun or ended), and any error line. */
+  const outageLines = () =>
+    service
+      .lines()
+      .filter((line) => line.context === 'Database' || line.level >= 50)
+      .map((line) => line.msg);
+
+  it.each([
+    [
+      'its rows locked (READ COMMITTED), with the rule, never 5xx',
+      '/fixture-transfers',
+      'A',
+      'B',
+      [],
+    ],
+    // retries of conflicting transactions and deadlocks can outlast the bound: each of those
+    // is the honest 503, nothing changed (bench/README.md, "Contention")
+    [
+      'at SERIALIZABLE, with the rule or 503 busy, never another 5xx',
+      '/fixture-transfers/serializable',
+      'C',
+      'D',
+      [BUSY],
+    ],
+  ])(
+    'answers 70 transfers both ways on a stock of 10, %s',
+    async (_, path, here, there, alsoAllowed: Answer[]) => {
+      await database.query(
+        'INSERT INTO fixture_greenhouse_stock (greenhouse, quantity) VALUES (?, 10), (?, 0)',
+        [here, there],
+      );
+      const directions = [
+        ...Array<[string, string]>(50).fill([here, there]),
+        ...Array<[string, string]>(20).fill([there, here]),
+      ];
+      const burst = Promise.all(
+        directions.map(([source, destination], index) =>
+          post(service, path, { source, destination, quantity: 1 }, index),
+        ),
+      );
+      const readiness = await readinessDuring(service, burst);
+      const answers = await burst;
+
+      // each answer is the rule's own: moved, or refused for want of stock where it left from
+      expect(
+        answers.filter(
+          (answer, index) =>
+            answer.status !== 201 &&
+            !(
+              answer.status === 400 &&
+              answer.message ===
+                `greenhouse ${directions[index][0]} has 0, fewer than the 1 to move`
+            ) &&
+            !alsoAllowed.some(
+              (allowed) =>
+                allowed.status === answer.status &&
+                allowed.message === answer.message &&
+                allowed.retryAfter === answer.retryAfter,
+            ),
+        ),
+      ).toEqual([]);
+      const moved = (source: string) =>
+        answers.filter(
+          ({ status }, index) =>
+            status === 201 && directions[index][0] === source,
+        ).length;
+      // a refusal for want of stock means the stock had all gone: 10 moved from here at least
+      const refusedHere = answers.some(
+        ({ status }, index) => status === 400 && directions[index][0] === here,
+      );
+      expect(moved(here)).toBeGreaterThanOrEqual(refusedHere ? 10 : 0);
+      expect(
+        await database.query<{ greenhouse: string; quantity: bigint }>(
+          'SELECT greenhouse, quantity FROM fixture_greenhouse_stock WHERE greenhouse IN (?, ?) ORDER BY greenhouse',
+          [here, there],
+        ),
+      ).toEqual([
+        {
+          greenhouse: here,
+          quantity: BigInt(10 - moved(here) + moved(there)),
+        },
+        { greenhouse: there, quantity: BigInt(moved(here) - moved(there)) },
+      ]);
+      const accepted = moved(here) + moved(there);
+      expect(
+        await database.query(
+          'SELECT id FROM fixture_transfers WHERE source IN (?, ?)',
+          [here, there],
+        ),
+      ).toHaveLength(accepted);
+      const events = await database.query<{ payload: string }>(
+        "SELECT payload FROM events WHERE type = 'fixture-transfer.made'",
+        [],
+      );
+      expect(
+        events.filter(({ payload }) =>
+          [here, there].includes(
+            (JSON.parse(payload) as { source: string }).source,
+          ),
+        ),
+      ).toHaveLength(accepted);
+      expect(readiness.filter((status) => status !== 200)).toEqual([]);
+      expect(outageLines()).toEqual([]);
+    },
+  );
+
+  it('holds the cap of 100 subscriptions under 400 concurrent creates, never 5xx', async () => {
+    const { count: before } = (
+      await database.query<{ count: bigint }>(
+        'SELECT COUNT(*) AS count FROM webhook_subscriptions WHERE removed_at IS NULL',
+        [],
+      )
+    )[0];
+    const burst = Promise.all(
+      Array.from({ length: 400 }, (_, index) =>
+        post(
+          service,
+          '/webhooks/subscriptions',
+          { url: `http://127.0.0.1:9/receiver-${index}` },
+          index,
+        ),
+      ),
+    );
+    const readiness = await readinessDuring(service, burst);
+    const answers = await burst;
+
+    const created = 100 - Number(before);
+    expect(answers.filter(({ status }) => status === 201)).toHaveLength(
+      created,
+    );
+    expect(
+      answers.filter(
+        ({ status, message }) =>
+          status !== 201 &&
+          !(
+            status === 400 &&
+            message ===
+              'at most 100 subscriptions can be active; remove one first'
+          ),
+      ),
+    ).toEqual([]);
+    expect(
+      await database.query(
+        'SELECT id FROM webhook_subscriptions WHERE removed_at IS NULL',
+        [],
+      ),
+    ).toHaveLength(100);
+    expect(readiness.filter((status) => status !== 200)).toEqual([]);
+    expect(outageLines()).toEqual([]);
+  });
+});
