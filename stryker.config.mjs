@@ -9,8 +9,6 @@ import { existsSync, readdirSync } from 'node:fs';
  * would measure what the unit spec never meant to cover.
  */
 const PARTLY_UNIT_TESTED = new Set([
-  // the spec holds slot accounting and fair shares; claims, SQL and retries are e2e
-  'src/webhooks/webhook-dispatcher.service.ts',
   // the spec holds the transaction's retries within the bound; the engines, the gate, the
   // line in front of the pool and migrations are e2e
   'src/database/portable-data-source.ts',

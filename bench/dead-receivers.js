@@ -1,9 +1,10 @@
 // @ts-check
 // npm run bench:dead-receivers [-- --duration 10 --rate 20 --against DIR]
 // What receivers that refuse every connection cost everyone else: GET /plants/{id} timed by
-// autocannon while plants are added at a steady rate, once with no subscription and once with
-// 100 subscriptions to a loopback port nothing listens on (each event fans out to 100
-// deliveries). `--against DIR` runs the same against another build (a worktree), to compare.
+// autocannon while plants are added at a steady rate, then POST /plants timed the same way
+// (each create an event the dead receivers want), once with no subscription and once with 100
+// subscriptions to a loopback port nothing listens on. `--against DIR` runs the same against
+// another build (a worktree), to compare.
 'use strict';
 const autocannon = require('autocannon');
 const { ROOT, cliToken, option, startBuiltService } = require('./built-service');
@@ -69,6 +70,20 @@ async function measure(root, subscriptions, duration, rate, connections) {
     const result = await autocannon({ url: `${base}/plants/1`, headers: auth, connections, duration });
     creating = false;
     await creator;
+    let nextId = 1_000_000;
+    const creates = await autocannon({
+      url: base,
+      connections,
+      duration,
+      requests: [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: auth,
+          setupRequest: (request) => ({ ...request, body: `{"id":${(nextId += 1)},"name":"Timed"}` }),
+        },
+      ],
+    });
     return {
       subscriptions,
       created,
@@ -76,6 +91,10 @@ async function measure(root, subscriptions, duration, rate, connections) {
       p50: result.latency.p50,
       p99: result.latency.p99,
       errors: result.errors + result.timeouts + result.non2xx,
+      postsPerSecond: creates.requests.average,
+      postP50: creates.latency.p50,
+      postP99: creates.latency.p99,
+      postErrors: creates.errors + creates.timeouts + creates.non2xx,
     };
   } finally {
     await stop();
@@ -88,7 +107,7 @@ async function main() {
   const connections = option('connections', 32);
   const root = against();
   console.log(`build: ${root}; GET /plants/1 over ${connections} connections for ${duration} s, plants added at ${rate}/s`);
-  console.log('subscriptions  plants added  GET/s  p50 ms  p99 ms  errors');
+  console.log('subscriptions  plants added  GET/s  p50 ms  p99 ms  errors  POST/s  p50 ms  p99 ms  errors');
   const rows = [];
   for (const subscriptions of [0, SUBSCRIPTIONS]) {
     const r = await measure(root, subscriptions, duration, rate, connections);
@@ -101,11 +120,17 @@ async function main() {
         String(r.p50).padStart(7),
         String(r.p99).padStart(7),
         String(r.errors).padStart(7),
+        r.postsPerSecond.toFixed(0).padStart(7),
+        String(r.postP50).padStart(7),
+        String(r.postP99).padStart(7),
+        String(r.postErrors).padStart(7),
       ].join(' '),
     );
   }
   const [healthy, dead] = rows;
-  console.log(`p99 with ${SUBSCRIPTIONS} dead receivers / without: ${(dead.p99 / healthy.p99).toFixed(2)}`);
+  console.log(
+    `p99 with ${SUBSCRIPTIONS} dead receivers / without: GET ${(dead.p99 / healthy.p99).toFixed(2)}, POST ${(dead.postP99 / healthy.postP99).toFixed(2)}`,
+  );
 }
 
 main().catch((error) => {

@@ -5,6 +5,7 @@
 // and the most attempts the slow receiver had open at once.
 // Run by `npm run bench` (bench/run.js); alone: node bench/webhook-throughput.js [--plants N]
 //   [--seconds S] [--against DIR] [--no-slow] (the fast receiver alone)
+//   [--database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]]
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { createServer } = require('node:http');
@@ -47,10 +48,13 @@ function startReceiver(answer) {
  * database before the service starts, so the figure is the dispatcher's alone.
  * @param {{ root?: string, node?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean }} options
  */
-async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true } = {}) {
+async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true, postgresUrl = '' } = {}) {
   const fast = await startReceiver((response) => response.writeHead(204).end());
   const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
   const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
+  // on PostgreSQL, a database of its own on the server the URL names
+  const database = postgresUrl ? postgresDatabase(postgresUrl, `plant_store_webhooks_${process.pid}_${Date.now()}`) : undefined;
+  if (database) env.DATABASE_URL = database.url;
   const service = await startBuiltService(`webhooks-${name}`, env, {
     root,
     node,
@@ -60,6 +64,10 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
           env: serviceEnv,
           stdio: 'ignore',
         });
+      }
+      if (database) {
+        database.run(`INSERT INTO plants (id, name, tag) SELECT n, 'Plant ' || n, 'bench' FROM generate_series(1, ${plants}) AS n`);
+        return;
       }
       const db = new Database(file);
       const insert = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
@@ -91,12 +99,27 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
   };
   await service.stop();
   await Promise.all([fast.close(), slow.close()]);
+  database?.drop();
+  result.database = database ? 'PostgreSQL' : 'SQLite';
   return result;
+}
+
+/** A fresh database named `name` beside the one `adminUrl` names, through psql. */
+function postgresDatabase(adminUrl, name) {
+  const psql = (url, sql) => execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { stdio: 'ignore' });
+  psql(adminUrl, `CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    run: (sql) => psql(url.toString(), sql),
+    drop: () => psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+  };
 }
 
 function printWebhookThroughput(results) {
   const receivers = results.every((r) => r.slowReceiver === false) ? 'a fast receiver alone' : 'a fast receiver and a 1 s receiver';
-  console.log(`\nwebhook dispatcher: a backlog for ${receivers}, one instance on SQLite`);
+  console.log(`\nwebhook dispatcher: a backlog for ${receivers}, one instance on ${results[0].database ?? 'SQLite'}`);
   for (const r of results) {
     console.log(
       `  ${r.name.padEnd(16)} ${String(r.deliveriesPerSecond).padStart(6)} deliveries/s to the fast receiver ` +
@@ -113,10 +136,13 @@ if (require.main === module) {
     const seconds = option('seconds', 10);
     const slowReceiver = !process.argv.includes('--no-slow');
     const index = process.argv.indexOf('--against');
-    const results = [await measureWebhookThroughput({ plants, seconds, slowReceiver })];
+    const postgres = process.argv.includes('--database') && process.argv[process.argv.indexOf('--database') + 1] === 'postgres';
+    const urlIndex = process.argv.indexOf('--postgres-url');
+    const postgresUrl = postgres ? (urlIndex === -1 ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.argv[urlIndex + 1]) : '';
+    const results = [await measureWebhookThroughput({ plants, seconds, slowReceiver, postgresUrl })];
     if (index !== -1) {
       results.push(
-        await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, slowReceiver, name: 'service-against' }),
+        await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, slowReceiver, name: 'service-against', postgresUrl }),
       );
     }
     printWebhookThroughput(results);

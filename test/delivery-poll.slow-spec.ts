@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
-import { dueDeliveriesOf } from '../src/webhooks/webhook-dispatcher.service';
+import { dueDeliveriesOf } from '../src/webhooks/sql-delivery-store';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -87,6 +87,7 @@ describeWithPostgres("the dispatcher's poll as deliveries pile up", () => {
     const [sql, parameters] = dueDeliveriesOf(
       dataSource.getRepository(WebhookDelivery),
       SUBSCRIPTION,
+      new Date(),
       new Date(),
       10,
     ).getQueryAndParameters();

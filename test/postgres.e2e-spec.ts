@@ -5,7 +5,7 @@ import {
   BUSY_RETRY_AFTER_SECONDS,
 } from '../src/common/filters/all-exceptions.filter';
 import { DatabaseAvailability } from '../src/database/database-availability';
-import { OwedEvents } from '../src/webhooks/owed-events';
+import { SqlDeliveryStore } from '../src/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { runCliProcess, runServiceToExit } from './helpers/service-process';
@@ -147,72 +147,75 @@ describeWithPostgres('the service on PostgreSQL', () => {
   });
 
   /**
-   * A subscription owed its events from now on, as a paused one is, and left alone by the
-   * dispatcher meanwhile (its receiver's pause runs for an hour).
+   * A subscription left alone by the dispatcher (its receiver paused for an hour), so that the
+   * test drives the store itself, as instances would.
    */
-  async function owedSubscription() {
+  async function pausedSubscription() {
     const subscriptions = testApp.app.get(WebhookSubscriptionsService);
-    const { id } = await subscriptions.add({ url: 'http://127.0.0.1:9/owed' });
+    const { id } = await subscriptions.add({
+      url: 'http://127.0.0.1:9/paused',
+    });
     await query(
-      `UPDATE webhook_subscriptions SET owed_since = now(), consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
+      `UPDATE webhook_subscriptions SET consecutive_failures = 1000, paused_until = now() + interval '1 hour' WHERE id = $1`,
       [id],
     );
     return { id, remove: () => subscriptions.remove(id) };
   }
 
-  it('settles an owed subscription only once the transactions writing events have committed: none of their events is lost', async () => {
-    const { id, remove } = await owedSubscription();
+  it('places an event committed late after those placed before it: the log only grows at its end, whatever the order of commits', async () => {
+    const { remove } = await pausedSubscription();
+    const store = testApp.app.get(SqlDeliveryStore);
     const writer = new Client({ connectionString: database.url });
     await writer.connect();
     try {
+      // written first, committed last
       await writer.query('BEGIN');
-      // its trigger sees the subscription owed, and writes no delivery row for it
       await writer.query(
-        `INSERT INTO plants (id, name) VALUES (424242, 'Written while settling')`,
+        `INSERT INTO plants (id, name) VALUES (424242, 'Committed late')`,
       );
-      let settled = false;
-      const settling = testApp.app
-        .get(OwedEvents)
-        .settle(id)
-        .finally(() => (settled = true));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(settled).toBe(false);
+      await query(
+        `INSERT INTO plants (id, name) VALUES (424243, 'Committed first')`,
+      );
+      const head = await store.sequence(1000);
       await writer.query('COMMIT');
-      expect(await settling).toBe(1);
-      const made = await query<{ payload: string }[]>(
-        'SELECT e.payload FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.subscription_id = $1',
-        [id],
-      );
-      expect(made.map(({ payload }) => JSON.parse(payload) as unknown)).toEqual(
-        [{ id: 424242, name: 'Written while settling', tag: null }],
+      const later = await store.sequence(1000);
+      const placed = await query<{ seq: string; payload: string }[]>(
+        `SELECT seq::text, payload FROM events WHERE payload LIKE '%42424%' ORDER BY seq`,
       );
       expect(
-        await query(
-          'SELECT owed_since FROM webhook_subscriptions WHERE id = $1',
-          [id],
+        placed.map(
+          ({ payload }) => (JSON.parse(payload) as { name: string }).name,
         ),
-      ).toEqual([{ owed_since: null }]);
+      ).toEqual(['Committed first', 'Committed late']);
+      expect(BigInt(placed[0].seq)).toBe(head);
+      expect(BigInt(placed[1].seq)).toBe(later);
+      expect(later).toBe(head + 1n);
     } finally {
       await writer.end();
       await remove();
     }
   });
 
-  it('pays an owed subscription once when instances pay it at the same time: one delivery per event', async () => {
-    const { id, remove } = await owedSubscription();
+  it("makes each event's delivery once when instances sequence and move one cursor at the same time", async () => {
+    const { id, remove } = await pausedSubscription();
     try {
       await query(
-        `INSERT INTO plants (id, name) SELECT 525000 + n, 'Owed ' || n FROM generate_series(1, 300) AS n`,
+        `INSERT INTO plants (id, name) SELECT 525000 + n, 'Logged ' || n FROM generate_series(1, 300) AS n`,
       );
-      const owed = testApp.app.get(OwedEvents);
+      const store = testApp.app.get(SqlDeliveryStore);
+      const [lane] = (await store.lanes()).filter((lane) => lane.id === id);
       // each call runs on a pooled connection of its own, as another instance's would
-      await Promise.all([
-        owed.deliverBatch(id),
-        owed.deliverBatch(id),
-        owed.deliverProbe(id),
-        owed.settle(id),
-        owed.settle(id),
-      ]);
+      const heads = await Promise.all(
+        Array.from({ length: 4 }, () => store.sequence(1000)),
+      );
+      const head = heads.reduce((most, seq) => (seq > most ? seq : most));
+      const made = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          store.materialize(lane, head, 1000, 1000, new Date()),
+        ),
+      );
+      // one of them moved the cursor; the others found it moved, and made nothing
+      expect(made.filter(({ made }) => made > 0)).toHaveLength(1);
       const [{ rows, events }] = await query<
         { rows: string; events: string }[]
       >(

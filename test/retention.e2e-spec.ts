@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource, In } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { OutboxEvent } from '../src/events/outbox-event.entity';
 import {
   GIVEN_UP_ERROR,
@@ -21,6 +21,7 @@ const DAY = 24 * HOUR;
 describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   let testApp: TestApp;
   let dataSource: DataSource;
+  let subscriptionId: string;
   let serial = 0;
 
   beforeAll(async () => {
@@ -35,10 +36,9 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     // stopped, so that the rows keep the status each test gives them
     await testApp.app.get(WebhookDispatcher).beforeApplicationShutdown();
     dataSource = testApp.app.get(DataSource);
-    // the outbox keeps an event only while a subscription wants it: its trigger writes the
-    // event's delivery, which the helper below then gives the status a test needs
+    subscriptionId = randomUUID();
     await dataSource.getRepository(WebhookSubscription).insert({
-      id: randomUUID(),
+      id: subscriptionId,
       url: 'https://receiver.example/hook',
       secret: 'whsec_x',
       eventTypes: null,
@@ -49,28 +49,45 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
 
   afterAll(() => testApp.close());
 
-  /** `count` events made `age` ago, each with a delivery of `status` (none when null). */
+  /**
+   * `count` events made `age` ago, each with a delivery of `status` (none when null), as the
+   * dispatcher leaves them: placed in the log, and the subscription's cursor past them.
+   */
   async function events(
     count: number,
     age: number,
     status: DeliveryStatus | null,
   ): Promise<void> {
     const createdAt = new Date(Date.now() - age);
-    const ids = Array.from({ length: count }, () => `evt_${(serial += 1)}`);
-    const deliveries = dataSource.getRepository(WebhookDelivery);
+    const ids = Array.from({ length: count }, () => (serial += 1));
     for (let start = 0; start < ids.length; start += 500) {
       const chunk = ids.slice(start, start + 500);
       await dataSource.getRepository(OutboxEvent).insert(
-        chunk.map((id) => ({
-          id,
+        chunk.map((n) => ({
+          id: `evt_${n}`,
           type: 'plant.added',
           payload: '{}',
           createdAt,
+          seq: BigInt(n),
         })),
       );
-      if (status === null) await deliveries.delete({ eventId: In(chunk) });
-      else await deliveries.update({ eventId: In(chunk) }, { status });
+      if (status !== null) {
+        await dataSource.getRepository(WebhookDelivery).insert(
+          chunk.map((n) => ({
+            id: `msg_${String(n).padStart(32, '0')}`,
+            subscriptionId,
+            eventId: `evt_${n}`,
+            status,
+            attempts: 0,
+            nextAttemptAt: createdAt,
+            createdAt,
+          })),
+        );
+      }
     }
+    await dataSource
+      .getRepository(WebhookSubscription)
+      .update({ id: subscriptionId }, { cursor: BigInt(serial) });
   }
 
   const count = async (table: 'events' | 'webhook_deliveries') =>
@@ -93,7 +110,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     const pruned = await testApp.app.get(RetentionService).prune(new Date());
     expect(pruned).toEqual({
       givenUp: 0,
-      owedGivenUp: 0,
+      cursorsMoved: 0,
       deliveries: many + 10 + 5,
       events: many + 10 + 5 + 3,
     });
@@ -115,18 +132,28 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     // bounded: a second run finds nothing more
     expect(await testApp.app.get(RetentionService).prune(new Date())).toEqual({
       givenUp: 0,
-      owedGivenUp: 0,
+      cursorsMoved: 0,
       deliveries: 0,
       events: 0,
     });
   });
 
-  it('gives up pending deliveries older than the retry window, in batches, but not one being attempted', async () => {
+  it('gives up the pending deliveries of a paused subscription older than the retry window, in batches, but not one being attempted, nor any of a subscription not paused', async () => {
     await dataSource.getRepository(WebhookDelivery).clear();
     await dataSource.getRepository(OutboxEvent).clear();
     const many = RETENTION_BATCH + 20;
-    // a receiver paused for days: its deliveries were never attempted
     await events(many, 13 * HOUR, 'pending');
+    // not paused: a delivery of its waits its turn, or its next try, whatever its age
+    expect(
+      (await testApp.app.get(RetentionService).prune(new Date())).givenUp,
+    ).toBe(0);
+    // a receiver paused for days: its deliveries were never attempted
+    await dataSource
+      .getRepository(WebhookSubscription)
+      .update(
+        { id: subscriptionId },
+        { pausedUntil: new Date(Date.now() + DAY) },
+      );
     await events(1, 13 * HOUR, 'pending');
     await events(3, 11 * HOUR, 'pending');
     const deliveries = dataSource.getRepository(WebhookDelivery);
@@ -144,7 +171,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     const pruned = await testApp.app.get(RetentionService).prune(now);
     expect(pruned).toEqual({
       givenUp: many,
-      owedGivenUp: 0,
+      cursorsMoved: 0,
       deliveries: 0,
       events: 0,
     });
@@ -166,6 +193,9 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     });
     // kept for EVENTS_FAILED_RETENTION, like every failed delivery, with their events
     expect(await count('events')).toBe(many + 4);
+    await dataSource
+      .getRepository(WebhookSubscription)
+      .update({ id: subscriptionId }, { pausedUntil: null });
   });
 
   it('runs by itself every RETENTION_INTERVAL', async () => {
@@ -192,65 +222,64 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     }
   });
 
-  it('keeps the events owed to a paused subscription, and gives up those owed from before the retry window', async () => {
-    const owing = await startTestApp({
+  it("keeps every event a cursor has not passed, and moves a paused subscription's cursor past those from before the retry window", async () => {
+    const app = await startTestApp({
       env: { EVENTS_RETENTION: '1h', WEBHOOKS_RETRY_WINDOW: '12h' },
     });
     try {
-      await owing.app.get(WebhookDispatcher).beforeApplicationShutdown();
-      const source = owing.app.get(DataSource);
-      const id = randomUUID();
-      await source.getRepository(WebhookSubscription).insert({
-        id,
-        url: 'https://receiver.example/paused',
+      await app.app.get(WebhookDispatcher).beforeApplicationShutdown();
+      const source = app.app.get(DataSource);
+      const subscriptions = source.getRepository(WebhookSubscription);
+      const subscription = (slot: number, pausedUntil: Date | null) => ({
+        id: randomUUID(),
+        url: `https://receiver.example/${slot}`,
         secret: 'whsec_x',
         eventTypes: null,
         removedAt: null,
-        slot: 1,
-        owedSince: new Date(Date.now() - 5 * HOUR),
+        slot,
+        cursor: 0n,
+        pausedUntil,
       });
-      const event = (id: string, age: number) =>
+      const paused = subscription(1, new Date(Date.now() + DAY));
+      const waiting = subscription(2, null);
+      await subscriptions.insert([paused, waiting]);
+      const event = (seq: bigint, age: number) =>
         source.getRepository(OutboxEvent).insert({
-          id,
+          id: `evt_${seq}`,
           type: 'plant.added',
           payload: '{}',
           createdAt: new Date(Date.now() - age),
+          seq,
         });
-      // owed: past EVENTS_RETENTION, but newer than the debt
-      await event('evt_owed', 2 * HOUR);
-      // from before it: the subscription never wanted it
-      await event('evt_before', 7 * HOUR);
-      const retention = owing.app.get(RetentionService);
+      await event(1n, 20 * HOUR);
+      await event(2n, 13 * HOUR);
+      await event(3n, 2 * HOUR);
+      const retention = app.app.get(RetentionService);
+      // the paused one gives up what is past the window; the other's cursor keeps every event
       expect(await retention.prune(new Date())).toEqual({
         givenUp: 0,
-        owedGivenUp: 0,
+        cursorsMoved: 1,
         deliveries: 0,
-        events: 1,
+        events: 0,
       });
-      const left = async () =>
-        (await source.getRepository(OutboxEvent).find()).map(({ id }) => id);
-      expect(await left()).toEqual(['evt_owed']);
+      const cursorOf = async (id: string) =>
+        (await subscriptions.findOneByOrFail({ id })).cursor;
+      expect(await cursorOf(paused.id)).toBe(2n);
+      expect(await cursorOf(waiting.id)).toBe(0n);
 
-      // paused for longer than the retry window: what is owed from before it is given up
-      const since = new Date(Date.now() - 20 * HOUR);
-      await source
-        .getRepository(WebhookSubscription)
-        .update({ id }, { owedSince: since });
-      await event('evt_expired', 13 * HOUR);
-      const now = new Date();
-      expect(await retention.prune(now)).toEqual({
+      // once nothing waits for them, the events both cursors passed go
+      await subscriptions.update({ id: waiting.id }, { removedAt: new Date() });
+      expect(await retention.prune(new Date())).toEqual({
         givenUp: 0,
-        owedGivenUp: 1,
+        cursorsMoved: 0,
         deliveries: 0,
-        events: 1,
+        events: 2,
       });
-      expect(await left()).toEqual(['evt_owed']);
-      const { owedSince } = await source
-        .getRepository(WebhookSubscription)
-        .findOneByOrFail({ id });
-      expect(owedSince).toEqual(new Date(now.getTime() - 12 * HOUR));
+      expect(
+        (await source.getRepository(OutboxEvent).find()).map(({ id }) => id),
+      ).toEqual(['evt_3']);
     } finally {
-      await owing.close();
+      await app.close();
     }
   });
 });

@@ -415,6 +415,11 @@ export const ENVIRONMENT_SCHEMA = z.object({
     '10s',
     'A webhook receiver must answer within this',
   ),
+  WEBHOOKS_SLOW: variable(
+    duration(),
+    undefined,
+    'An answer slower than this counts against its receiver as a failure, though delivered; unset, half of WEBHOOKS_TIMEOUT',
+  ),
   WEBHOOKS_RETRY_BASE: variable(
     duration(),
     '5s',

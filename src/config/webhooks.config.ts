@@ -5,6 +5,12 @@ export interface WebhooksConfig {
   /** Deliver to loopback, private, link-local and metadata addresses too (tests, labs). */
   allowPrivateNetworks: boolean;
   timeoutMs: number;
+  /**
+   * An attempt that takes longer counts against its receiver as a failure, though delivered:
+   * a slow receiver is paused like a failing one, and holds its share of the dispatcher no
+   * longer.
+   */
+  slowMs: number;
   retryBaseMs: number;
   retryMaxDelayMs: number;
   /** After this long since the plant was added, a delivery that keeps failing is marked failed. */
@@ -31,6 +37,13 @@ export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
   const perSubscription =
     read.WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION ??
     Math.max(1, Math.floor(maxInFlight / 4));
+  const timeoutMs = read.WEBHOOKS_TIMEOUT;
+  const slowMs = read.WEBHOOKS_SLOW ?? Math.floor(timeoutMs / 2);
+  if (slowMs >= timeoutMs) {
+    throw new ConfigError(
+      `WEBHOOKS_SLOW must be shorter than WEBHOOKS_TIMEOUT (${timeoutMs} ms), got ${slowMs} ms`,
+    );
+  }
   if (perSubscription > maxInFlight) {
     throw new ConfigError(
       `WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION must be at most WEBHOOKS_MAX_IN_FLIGHT (${maxInFlight}), got ${perSubscription}`,
@@ -38,7 +51,8 @@ export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
   }
   return {
     allowPrivateNetworks: read.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
-    timeoutMs: read.WEBHOOKS_TIMEOUT,
+    timeoutMs,
+    slowMs,
     retryBaseMs: read.WEBHOOKS_RETRY_BASE,
     retryMaxDelayMs: read.WEBHOOKS_RETRY_MAX_DELAY,
     retryWindowMs: read.WEBHOOKS_RETRY_WINDOW,

@@ -111,6 +111,21 @@ export class EntitySql<Entity extends ObjectLiteral> {
     return records.map((row) => this.hydrate(row as Record<string, unknown>));
   }
 
+  /**
+   * The rows a SELECT yields, each as an entity and as its raw row, for the values a statement
+   * computes beside the entity's columns (a count, say).
+   */
+  async selectWithRows(
+    sql: string,
+    parameters: unknown[],
+  ): Promise<{ entity: Entity; row: Record<string, unknown> }[]> {
+    const { records } = await this.run(sql, parameters);
+    return (records as Record<string, unknown>[]).map((row) => ({
+      entity: this.hydrate(row),
+      row,
+    }));
+  }
+
   async selectOne(
     sql: string,
     parameters: unknown[],

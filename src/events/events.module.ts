@@ -4,6 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { declarationsOf } from '../common/modules/declarations';
 import { DeclaredEvents, EventCatalogue } from './event-catalogue';
 import type { EventDefinition } from './event-definition';
+import { EventLog } from './event-log.entity';
 import { EventPublisher } from './event-publisher';
 import { OutboxEvent } from './outbox-event.entity';
 
@@ -14,7 +15,7 @@ import { OutboxEvent } from './outbox-event.entity';
  * module gets the publisher.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OutboxEvent]), DiscoveryModule],
+  imports: [TypeOrmModule.forFeature([OutboxEvent, EventLog]), DiscoveryModule],
   providers: [
     EventPublisher,
     {

@@ -88,6 +88,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookReceiverChanges = new Counter({
+    name: 'plant_store_webhook_receiver_changes_total',
+    help: "Changes of webhook receivers' states, by the state entered: failing, healthy, paused, probing, resumed",
+    labelNames: ['to'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookDeliveries = new Counter({
     name: 'plant_store_webhook_deliveries_total',
     help: 'Webhook deliveries settled: delivered, or failed for good',

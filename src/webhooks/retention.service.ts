@@ -7,7 +7,14 @@ import {
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { In, IsNull, LessThan, Repository, type ObjectLiteral } from 'typeorm';
+import {
+  In,
+  IsNull,
+  LessThan,
+  Not,
+  Repository,
+  type ObjectLiteral,
+} from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import {
   isDatabaseBusy,
@@ -16,7 +23,7 @@ import {
 import { OutboxEvent } from '../events/outbox-event.entity';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
-import { OwedEvents } from './owed-events';
+import { WebhookSubscription } from './webhook-subscription.entity';
 
 /** Rows one statement deletes: short enough that no lock is held for long. */
 export const RETENTION_BATCH = 1000;
@@ -24,10 +31,13 @@ export const RETENTION_BATCH = 1000;
 const BATCH_PAUSE_MS = 20;
 
 export interface Pruned {
-  /** Pending deliveries past the retry window, marked failed. */
+  /** Pending deliveries of paused subscriptions past the retry window, marked failed. */
   givenUp: number;
-  /** Paused subscriptions that gave up the events owed to them past the retry window. */
-  owedGivenUp: number;
+  /**
+   * Paused subscriptions whose cursor was moved past the events from before the retry window:
+   * those events are given up for them.
+   */
+  cursorsMoved: number;
   deliveries: number;
   events: number;
 }
@@ -37,14 +47,15 @@ export const GIVEN_UP_ERROR =
   'not delivered within the retry window (WEBHOOKS_RETRY_WINDOW): given up';
 
 /**
- * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"): pending
- * deliveries older than the retry window are given up (failed), since no attempt could still
- * be made for them (those of a paused receiver are not attempted), and so are the events owed
- * to a paused subscription from before the window; delivered and cancelled deliveries older
- * than EVENTS_RETENTION, failed ones older than EVENTS_FAILED_RETENTION, then the events no
- * delivery still refers to and older than EVENTS_RETENTION, all in batches of RETENTION_BATCH
- * rows. A pending delivery and its event are never deleted, nor an event still owed to a
- * subscription. Every instance may run it: deleting a row twice deletes it once.
+ * Keeps the outbox and the delivery history bounded (docs/decisions.md, "Retention"). A paused
+ * subscription gives up what is older than the retry window, since none of it is attempted
+ * while it is paused: its pending deliveries made before the window become failed, and its
+ * cursor moves past the events from before the window. A subscription that is not paused
+ * gives up nothing here: its failing deliveries are failed by the dispatcher once their next
+ * try would pass the window. Then delivered and cancelled deliveries older than
+ * EVENTS_RETENTION go, failed ones older than EVENTS_FAILED_RETENTION, and the events older
+ * than EVENTS_RETENTION that no delivery refers to and every cursor has passed, all in batches
+ * of RETENTION_BATCH rows. Every instance may run it: deleting a row twice deletes it once.
  */
 @Injectable()
 export class RetentionService
@@ -59,7 +70,8 @@ export class RetentionService
     private readonly deliveries: Repository<WebhookDelivery>,
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
-    private readonly owed: OwedEvents,
+    @InjectRepository(WebhookSubscription)
+    private readonly subscriptions: Repository<WebhookSubscription>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
@@ -83,17 +95,17 @@ export class RetentionService
 
   private async run(): Promise<void> {
     try {
-      const { givenUp, owedGivenUp, deliveries, events } = await this.prune(
+      const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
         new Date(),
       );
       if (givenUp > 0) {
         this.logger.warn(
-          `retention: gave up ${givenUp} webhook deliveries not delivered within the retry window`,
+          `retention: gave up ${givenUp} webhook deliveries of paused subscriptions not delivered within the retry window`,
         );
       }
-      if (owedGivenUp > 0) {
+      if (cursorsMoved > 0) {
         this.logger.warn(
-          `retention: ${owedGivenUp} webhook subscriptions paused for longer than the retry window gave up the events owed to them from before it`,
+          `retention: ${cursorsMoved} webhook subscriptions paused for longer than the retry window gave up their events from before it`,
         );
       }
       if (deliveries + events > 0) {
@@ -120,39 +132,49 @@ export class RetentionService
     const kept = before(this.config.retentionMs);
     const retryWindowStart = before(this.config.retryWindowMs);
     const givenUp = await this.giveUpPending(retryWindowStart, now);
-    const owedGivenUp = await this.owed.giveUpBefore(retryWindowStart);
+    const cursorsMoved = await this.movePausedCursors(retryWindowStart);
     const deliveries =
       (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
       (await this.deleteDeliveries(
         ['failed'],
         before(this.config.failedRetentionMs),
       ));
+    // the events every active subscription's cursor has passed; with none active, every one
+    const { lowest } = (await this.subscriptions
+      .createQueryBuilder('subscription')
+      .select('MIN(subscription.cursor)', 'lowest')
+      .where('subscription.removed_at IS NULL')
+      .getRawOne<{ lowest: string | bigint | null }>())!;
     const events = await this.inBatches(
-      (batch) =>
-        this.events
+      (batch) => {
+        const query = this.events
           .createQueryBuilder('event')
           .select('event.id', 'id')
           .where('event.created_at < :kept', { kept })
+          .andWhere('event.seq IS NOT NULL')
           .andWhere(
             'NOT EXISTS (SELECT 1 FROM webhook_deliveries delivery WHERE delivery.event_id = event.id)',
-          )
-          // nor one still owed to a paused subscription (owed-events.ts)
-          .andWhere(
-            'NOT EXISTS (SELECT 1 FROM webhook_subscriptions subscription WHERE subscription.removed_at IS NULL AND subscription.owed_since <= event.created_at)',
-          )
-          .limit(batch)
-          .getRawMany<{ id: string }>(),
+          );
+        if (lowest !== null) {
+          query.andWhere('event.seq <= :lowest', { lowest: String(lowest) });
+        }
+        return query.limit(batch).getRawMany<{ id: string }>();
+      },
       (ids) => this.deleteIds(this.events, ids),
     );
-    return { givenUp, owedGivenUp, deliveries, events };
+    return { givenUp, cursorsMoved, deliveries, events };
   }
 
   /**
-   * Pending deliveries made before `olderThan` and not being attempted now become failed: the
-   * rows of a receiver paused for longer than the retry window would otherwise stay pending,
-   * and kept, for ever.
+   * Pending deliveries of paused subscriptions, made for events before `olderThan` and not
+   * being attempted now, become failed: none of them is attempted while their receiver is
+   * paused, and would otherwise be kept for ever.
    */
   private async giveUpPending(olderThan: Date, now: Date): Promise<number> {
+    const paused = this.subscriptions
+      .createQueryBuilder('subscription')
+      .select('subscription.id')
+      .where('subscription.paused_until IS NOT NULL');
     const expired = {
       status: 'pending' as const,
       createdAt: LessThan(olderThan),
@@ -164,11 +186,18 @@ export class RetentionService
     ];
     return this.inBatches(
       (batch) =>
-        this.deliveries.find({
-          select: { id: true },
-          where: idle,
-          take: batch,
-        }),
+        this.deliveries
+          .createQueryBuilder('delivery')
+          .select('delivery.id', 'id')
+          .where('delivery.status = :pending', { pending: 'pending' })
+          .andWhere('delivery.created_at < :olderThan', { olderThan })
+          .andWhere(
+            '(delivery.claimed_until IS NULL OR delivery.claimed_until < :now)',
+            { now },
+          )
+          .andWhere(`delivery.subscription_id IN (${paused.getQuery()})`)
+          .limit(batch)
+          .getRawMany<{ id: string }>(),
       async (ids) => {
         const { affected } = await this.deliveries.update(
           idle.map((where) => ({ ...where, id: In(ids) })),
@@ -177,6 +206,29 @@ export class RetentionService
         return affected ?? 0;
       },
     );
+  }
+
+  /**
+   * The cursor of a paused subscription moves past the events from before `olderThan`: it is
+   * not made their deliveries when its receiver answers again. One statement: the place of
+   * the newest event before the window, found by the events' time index.
+   */
+  private async movePausedCursors(olderThan: Date): Promise<number> {
+    const last = await this.events.findOne({
+      select: { id: true, seq: true },
+      where: { createdAt: LessThan(olderThan), seq: Not(IsNull()) },
+      order: { createdAt: 'DESC' },
+    });
+    if (!last?.seq) return 0;
+    const { affected } = await this.subscriptions.update(
+      {
+        removedAt: IsNull(),
+        pausedUntil: Not(IsNull()),
+        cursor: LessThan(last.seq),
+      },
+      { cursor: last.seq },
+    );
+    return affected ?? 0;
   }
 
   private deleteDeliveries(

@@ -4,11 +4,10 @@ import { SmallIntegerColumn } from '../database/columns';
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 
 /**
- * One event for one subscription, and the state of its delivery. The rows are written by the
- * `events_enqueue_webhook_deliveries` trigger (see the EventOutbox migration) in the statement
- * that writes the event, itself written by the statement that made the change: a change that
- * fails writes none, and a change that was acknowledged has them even if the process dies the
- * next instant.
+ * One event for one subscription, and the state of its delivery. The dispatcher makes the rows
+ * from the event log, a subscription's next events at a time, as it has room to send them
+ * (delivery-engine.ts): the events themselves are written with their change, so an
+ * acknowledged change is delivered even if the process dies the next instant.
  */
 @Entity('webhook_deliveries')
 // pending rows only: a delivered one leaves it, so the dispatcher's poll stays as fast with a
@@ -59,4 +58,8 @@ export class WebhookDelivery {
    */
   @Column({ name: 'claimed_until', type: Date, nullable: true })
   claimedUntil!: Date | null;
+
+  /** The claim's own token: only its holder records the attempt's outcome. */
+  @Column({ name: 'claim_token', type: 'varchar', length: 24, nullable: true })
+  claimToken!: string | null;
 }

@@ -37,7 +37,16 @@ export interface AttemptOutcome {
    * fails now rather than retrying for a day.
    */
   refused?: boolean;
+  /**
+   * The attempt never reached the receiver: this process stopped (its timeout fired more than
+   * STALL_MS late, before the request was written), or is shutting down. It is no attempt,
+   * and is not counted.
+   */
+  abandoned?: boolean;
 }
+
+/** A timeout that fires this much later than due means the process itself was stopped. */
+export const STALL_MS = 1000;
 
 /** Sends one Standard Webhooks request: no redirects followed, bounded in time and in reading. */
 @Injectable()
@@ -84,6 +93,9 @@ export class WebhookSender {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
 
     return new Promise((resolve) => {
+      const started = performance.now();
+      // the request is written to the socket: the receiver may have it, whatever follows
+      let written = false;
       let settled = false;
       const finish = (outcome: AttemptOutcome) => {
         if (settled) return;
@@ -120,9 +132,13 @@ export class WebhookSender {
             delivered: false,
             result: 'timeout',
             error: `no answer within ${this.config.timeoutMs} ms`,
+            abandoned:
+              !written &&
+              performance.now() - started > this.config.timeoutMs + STALL_MS,
           }),
         this.config.timeoutMs,
       );
+      request.on('finish', () => (written = true));
       request.on('error', (error: NodeJS.ErrnoException) =>
         finish({
           delivered: false,
@@ -130,6 +146,7 @@ export class WebhookSender {
           ...(error.code === 'ENOTPUBLIC'
             ? { result: 'refused', refused: true }
             : { result: 'network_error' }),
+          abandoned: error.code === 'ABORT_ERR' && !written,
         }),
       );
       request.end(message.body);

@@ -7,7 +7,7 @@ import {
   PrimaryColumn,
   type ValueTransformer,
 } from 'typeorm';
-import { SmallIntegerColumn } from '../database/columns';
+import { Int64Column, SmallIntegerColumn } from '../database/columns';
 
 /** Active subscriptions at most: the database holds the cap, whatever runs concurrently. */
 export const MAX_ACTIVE_SUBSCRIPTIONS = 100;
@@ -73,22 +73,40 @@ export class WebhookSubscription {
   @SmallIntegerColumn({ nullable: true })
   slot!: number | null;
 
-  /** Attempts its receiver failed in a row, across deliveries; 0 after a success. */
+  /**
+   * Attempts its receiver failed in a row, across deliveries (an answer slower than
+   * WEBHOOKS_SLOW counts as a failure); 0 after a success.
+   */
   @SmallIntegerColumn({ name: 'consecutive_failures', default: 0 })
   consecutiveFailures!: number;
 
   /**
-   * While in the future, none of its deliveries is attempted (its receiver kept failing); once
-   * past, one attempt probes the receiver.
+   * Set when its receiver is paused: none of its deliveries is attempted before it; once past,
+   * one attempt probes the receiver. Cleared when a probe succeeds.
    */
   @Column({ name: 'paused_until', type: Date, nullable: true })
   pausedUntil!: Date | null;
 
+  /** Failed probes since it was paused: each doubles the next pause. */
+  @SmallIntegerColumn({ name: 'pause_level', default: 0 })
+  pauseLevel!: number;
+
   /**
-   * Set while its receiver is paused: the events from then on are owed to it rather than
-   * fanned out into delivery rows, and the dispatcher makes their deliveries once the receiver
-   * answers again (owed-events.ts). Null while every event gets its delivery at once.
+   * Moves on at each change of its receiver's state: an attempt's outcome counts only in the
+   * epoch it began in (receiver-state.ts).
    */
-  @Column({ name: 'owed_since', type: Date, nullable: true })
-  owedSince!: Date | null;
+  @SmallIntegerColumn({ name: 'receiver_epoch', default: 0 })
+  receiverEpoch!: number;
+
+  /** While in the future, one probe is under way. */
+  @Column({ name: 'probe_until', type: Date, nullable: true })
+  probeUntil!: Date | null;
+
+  /**
+   * The place in the event log up to which its deliveries are made; the events after it wait
+   * there, not as rows (a paused subscription's simply wait longer). Set to the log's head when
+   * it is made: it receives the events from then on.
+   */
+  @Int64Column({ default: 0 })
+  cursor!: bigint;
 }

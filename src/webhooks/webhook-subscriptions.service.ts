@@ -14,6 +14,7 @@ import {
   isUniqueViolation,
 } from '../database/database-errors';
 import { EventCatalogue } from '../events/event-catalogue';
+import { EventLog } from '../events/event-log.entity';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { describeResolvedProblem, describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -61,6 +62,8 @@ export class WebhookSubscriptionsService {
     private readonly deliveries: Repository<WebhookDelivery>,
     @InjectRepository(OutboxEvent)
     private readonly events: Repository<OutboxEvent>,
+    @InjectRepository(EventLog)
+    private readonly log: Repository<EventLog>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly catalogue: EventCatalogue,
   ) {}
@@ -100,6 +103,8 @@ export class WebhookSubscriptionsService {
     // READ COMMITTED: each slot's unique index decides between concurrent creates, and each
     // look at the free slots sees those taken meanwhile
     return this.dataSource.transaction('READ COMMITTED', async () => {
+      // it receives the events from now on: those after the log's head
+      subscription.cursor = (await this.log.findOneByOrFail({ id: 1 })).lastSeq;
       await this.insertInFreeSlot(subscription);
       return this.subscriptions.findOneByOrFail({ id: subscription.id });
     });

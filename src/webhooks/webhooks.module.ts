@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
-import { DeliveryClaims } from './delivery-claims';
-import { OwedEvents } from './owed-events';
 import { RetentionService } from './retention.service';
+import { SqlDeliveryStore } from './sql-delivery-store';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookMetrics } from './webhook-metrics';
 import { WebhookSender } from './webhook-sender';
@@ -15,8 +14,7 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
   imports: [WebhookSubscriptionsModule],
   providers: [
     WebhookSender,
-    DeliveryClaims,
-    OwedEvents,
+    SqlDeliveryStore,
     WebhookDispatcher,
     RetentionService,
     WebhookMetrics,

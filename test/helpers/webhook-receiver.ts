@@ -16,6 +16,7 @@ type Respond = (
   request: IncomingMessage,
   response: ServerResponse,
   index: number,
+  body: string,
 ) => void;
 
 /** A real HTTP receiver on loopback that records every webhook it gets. */
@@ -43,7 +44,7 @@ export class WebhookReceiver {
           const index = receiver!.received.length;
           receiver!.received.push({ headers: request.headers, body });
           receiver!.waiters.splice(0).forEach((wake) => wake());
-          respond(request, response, index);
+          respond(request, response, index, body);
         });
       });
       server.once('error', reject);

@@ -1,0 +1,602 @@
+import { randomBytes } from 'node:crypto';
+import {
+  parseLosslessJson,
+  stringifyLosslessJson,
+} from '../common/json/lossless-json';
+import type { WebhooksConfig } from '../config/webhooks.config';
+import {
+  PENDING_CAP_FACTOR,
+  type ClaimedDelivery,
+  type DeliveryStore,
+  type EventToSend,
+  type Lane,
+  type PendingDelivery,
+  type Settlement,
+} from './delivery-store';
+import {
+  conditionOf,
+  pausedState,
+  probingState,
+  resumedState,
+} from './receiver-state';
+import { nextAttemptAt } from './retry-schedule';
+import type { AttemptOutcome, WebhookMessage } from './webhook-sender';
+
+/** Events given their place in the log per poll. */
+export const SEQUENCE_BATCH = 1000;
+
+/** Places of the log one subscription looks at per poll, whatever their types. */
+export const SCAN_PER_LANE = 1000;
+
+/**
+ * How long past its timeout a claimed attempt may still be recording its outcome. A claim left
+ * by an instance that died is free again after timeout + margin.
+ */
+export const CLAIM_MARGIN_MS = 2_000;
+
+/** A probe looks for its delivery among every pending one, due or not. */
+const ANY_TIME = new Date(8_640_000_000_000_000);
+
+export type EngineConfig = Pick<
+  WebhooksConfig,
+  | 'timeoutMs'
+  | 'slowMs'
+  | 'retryBaseMs'
+  | 'retryMaxDelayMs'
+  | 'retryWindowMs'
+  | 'maxInFlight'
+  | 'maxInFlightPerSubscription'
+  | 'failuresBeforePause'
+  | 'pauseMs'
+>;
+
+/** A change of a receiver's state, told once, by the instance whose attempt made it. */
+export type ReceiverChange =
+  | { to: 'failing'; subscriptionId: string; error: string }
+  | { to: 'healthy'; subscriptionId: string }
+  | {
+      to: 'paused';
+      subscriptionId: string;
+      from: Date;
+      until: Date;
+      failedProbes: number;
+      error: string;
+    }
+  | { to: 'probing'; subscriptionId: string; deliveryId: string }
+  | { to: 'resumed'; subscriptionId: string };
+
+/** What the dispatcher tells its surroundings: the log lines and the metrics. */
+export interface DispatchObserver {
+  receiverChanged(change: ReceiverChange): void;
+  attempted(
+    delivery: ClaimedDelivery,
+    outcome: AttemptOutcome,
+    retryAt: Date | undefined,
+  ): void;
+  settled(outcome: 'delivered' | 'failed'): void;
+  /** An attempt that could not be carried through (the database failed it); not on shutdown. */
+  attemptFailed(delivery: ClaimedDelivery, error: unknown): void;
+}
+
+/** Which attempt a request is, for its trace. */
+export interface AttemptContext {
+  subscriptionId: string;
+  /** 1 for the first. */
+  number: number;
+}
+
+export interface EngineDependencies {
+  store: DeliveryStore;
+  send: (
+    message: WebhookMessage,
+    signal: AbortSignal,
+    attempt: AttemptContext,
+  ) => Promise<AttemptOutcome>;
+  /** Milliseconds since the epoch: Date.now, or the simulation's clock. */
+  now: () => number;
+  config: EngineConfig;
+  observer: DispatchObserver;
+  /** A claim's token, unique to the attempt. */
+  token?: () => string;
+  random?: () => number;
+  /** Aborted on shutdown: attempts under way stop, and no new one starts. */
+  signal: AbortSignal;
+}
+
+/** An attempt to start: the claimed delivery, and the receiver's epoch it runs in. */
+interface Planned {
+  delivery: PendingDelivery;
+  lane: Lane;
+  epoch: number;
+  probe: boolean;
+}
+
+/**
+ * The webhook dispatcher's work, apart from its timers (webhook-dispatcher.service.ts) and its
+ * storage (delivery-store.ts), so that the simulation runs this very code against an
+ * in-memory store, simulated receivers and a simulated clock (docs/decisions.md, "Webhook
+ * delivery").
+ *
+ * One poll, bounded by construction whatever is stored: the log is given its newest places
+ * (SEQUENCE_BATCH events at most); the active subscriptions are read (100 at most); each that
+ * may send and has room gets its due deliveries and, when they run out, deliveries made from
+ * the next events past its cursor (SCAN_PER_LANE places looked at, at most its cap of pending
+ * ones made); the poll's deliveries are claimed and their events read in one statement each.
+ * A paused subscription costs a poll nothing; its cursor waits.
+ */
+export class DeliveryEngine {
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly inFlightByLane = new Map<string, number>();
+  /** Lanes whose failures this instance counted since it last cleared them. */
+  private readonly failing = new Set<string>();
+  private readonly token: () => string;
+  private readonly random: () => number;
+
+  constructor(private readonly dependencies: EngineDependencies) {
+    this.token =
+      dependencies.token ?? (() => randomBytes(12).toString('base64url'));
+    this.random = dependencies.random ?? Math.random;
+  }
+
+  get attemptsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  /** Every attempt under way, settled. */
+  async drained(): Promise<void> {
+    await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  private freeSlots(): number {
+    return this.dependencies.config.maxInFlight - this.inFlight.size;
+  }
+
+  /**
+   * One poll: starts the attempts it can and returns once they are started (not finished).
+   * `backlog`: it took as much as it could, and more may be waiting. `onAttemptEnd` runs as
+   * each attempt ends.
+   */
+  async poll(onAttemptEnd?: () => void): Promise<{ backlog: boolean }> {
+    const { store, config, signal } = this.dependencies;
+    if (signal.aborted) return { backlog: false };
+    const head = await store.sequence(SEQUENCE_BATCH);
+    const free = this.freeSlots();
+    if (free <= 0) return { backlog: true };
+    const lanes = shuffled(await store.lanes(), this.random);
+    const now = new Date(this.dependencies.now());
+    const planned: Planned[] = [];
+    let backlog = false;
+    let open = lanes.length;
+    for (const lane of lanes) {
+      const share = Math.ceil((free - planned.length) / open);
+      open -= 1;
+      if (share <= 0) break;
+      const condition = conditionOf(lane.receiver, now);
+      if (condition === 'paused' || condition === 'probing') continue;
+      const busy = this.inFlightByLane.get(lane.id) ?? 0;
+      if (condition === 'probe-due') {
+        if (busy === 0) {
+          const probe = await this.probeOf(lane, head, now);
+          if (probe) planned.push(probe);
+        }
+        continue;
+      }
+      const room = Math.min(share, config.maxInFlightPerSubscription - busy);
+      if (room <= 0) continue;
+      const taken = await this.dueOf(lane, head, now, room);
+      for (const delivery of taken.deliveries) {
+        planned.push({
+          delivery,
+          lane,
+          epoch: lane.receiver.epoch,
+          probe: false,
+        });
+      }
+      if (taken.more) backlog = true;
+    }
+    await this.start(planned, onAttemptEnd);
+    return { backlog };
+  }
+
+  /**
+   * Up to `room` deliveries of a lane that may send: those due, then, when they run out, ones
+   * made from its next events, as many as its cap of pending deliveries allows: the next polls
+   * find them due, and make none.
+   */
+  private async dueOf(
+    lane: Lane,
+    head: bigint,
+    now: Date,
+    room: number,
+  ): Promise<{ deliveries: PendingDelivery[]; more: boolean }> {
+    const { store, config } = this.dependencies;
+    let due = await store.due(lane.id, now, now, room);
+    const cap = PENDING_CAP_FACTOR * config.maxInFlightPerSubscription;
+    let more = due.length === room;
+    if (!more && lane.cursor < head) {
+      const { made, cursor } = await store.materialize(
+        lane,
+        head,
+        SCAN_PER_LANE,
+        cap,
+        now,
+      );
+      if (made > 0) due = await store.due(lane.id, now, now, room);
+      more = cursor < head || due.length === room;
+    }
+    return { deliveries: due, more };
+  }
+
+  /**
+   * A receiver whose pause is over is probed by one attempt: its oldest pending delivery, due
+   * or not, or else one made from its next event. The probe runs in an epoch of its own, which
+   * only its outcome can end; whichever instance moves the receiver into it makes the probe.
+   */
+  private async probeOf(
+    lane: Lane,
+    head: bigint,
+    now: Date,
+  ): Promise<Planned | undefined> {
+    const { store, config } = this.dependencies;
+    let [candidate] = await store.due(lane.id, ANY_TIME, now, 1);
+    if (!candidate && lane.cursor < head) {
+      const { made } = await store.materialize(
+        lane,
+        head,
+        SCAN_PER_LANE,
+        1,
+        now,
+      );
+      if (made > 0) [candidate] = await store.due(lane.id, ANY_TIME, now, 1);
+    }
+    if (!candidate) return undefined;
+    const next = probingState(lane.receiver, claimUntil(now, config));
+    if (!(await store.changeReceiver(lane.id, lane.receiver.epoch, next))) {
+      return undefined;
+    }
+    this.dependencies.observer.receiverChanged({
+      to: 'probing',
+      subscriptionId: lane.id,
+      deliveryId: candidate.id,
+    });
+    // probed now, whatever its schedule said
+    return {
+      delivery: { ...candidate, nextAttemptAt: now },
+      lane,
+      epoch: next.epoch,
+      probe: true,
+    };
+  }
+
+  private async start(
+    planned: Planned[],
+    onAttemptEnd?: () => void,
+  ): Promise<void> {
+    const waiting = planned.filter(
+      ({ delivery }) => !this.inFlight.has(delivery.id),
+    );
+    if (waiting.length === 0) return;
+    const { store, config } = this.dependencies;
+    const events = new Map(
+      (await store.events(waiting.map(({ delivery }) => delivery.eventId))).map(
+        (event) => [event.id, event],
+      ),
+    );
+    // the claim runs from when it is taken: on a loaded database the poll's reads can take
+    // longer than a claim's margin, and a claim dated from before them would be too short
+    const claimedAt = new Date(this.dependencies.now());
+    const until = claimUntil(claimedAt, config);
+    const token = this.token();
+    const claimed = await store.claim(
+      waiting.map(({ delivery }) => delivery),
+      token,
+      claimedAt,
+      until,
+    );
+    for (const { delivery, lane, epoch, probe } of waiting) {
+      if (!claimed.has(delivery.id)) continue;
+      const held: ClaimedDelivery = { ...delivery, token, claimedUntil: until };
+      this.track(lane.id, +1);
+      const attempt = this.attempt(
+        held,
+        lane,
+        events.get(delivery.eventId),
+        epoch,
+        probe,
+      )
+        .catch((error: unknown) => {
+          // its claim runs out, and the delivery is attempted again: at least once
+          if (!this.dependencies.signal.aborted) {
+            this.dependencies.observer.attemptFailed(held, error);
+          }
+        })
+        .finally(() => {
+          this.inFlight.delete(delivery.id);
+          this.track(lane.id, -1);
+          onAttemptEnd?.();
+        });
+      this.inFlight.set(delivery.id, attempt);
+    }
+  }
+
+  private track(laneId: string, change: 1 | -1): void {
+    const count = (this.inFlightByLane.get(laneId) ?? 0) + change;
+    if (count > 0) this.inFlightByLane.set(laneId, count);
+    else this.inFlightByLane.delete(laneId);
+  }
+
+  /**
+   * One attempt, counted when claimed: a request sent is counted once, whoever settles it; one
+   * that this instance never sent (it stopped past its claim, or is shutting down) is taken
+   * back.
+   */
+  private async attempt(
+    delivery: ClaimedDelivery,
+    lane: Lane,
+    event: EventToSend | undefined,
+    epoch: number,
+    probe: boolean,
+  ): Promise<void> {
+    const { store, config, signal } = this.dependencies;
+    if (!event) {
+      await store.cancel(delivery);
+      return;
+    }
+    // a whole attempt must fit in the claim, or another instance may take it over meanwhile
+    if (
+      delivery.claimedUntil.getTime() - this.dependencies.now() <
+      config.timeoutMs
+    ) {
+      await store.withdraw(delivery);
+      return;
+    }
+    const started = this.dependencies.now();
+    const outcome = await this.dependencies.send(
+      {
+        url: lane.url,
+        secret: lane.secret,
+        id: delivery.id,
+        type: event.type,
+        body: deliveryBody(event),
+      },
+      signal,
+      { subscriptionId: lane.id, number: delivery.attempts + 1 },
+    );
+    if (outcome.abandoned) {
+      await store.withdraw(delivery);
+      return;
+    }
+    if (signal.aborted) {
+      // sent, and cut short by shutdown before its answer: counted, due again at once
+      await store.settle(delivery, {
+        status: 'pending',
+        nextAttemptAt: new Date(this.dependencies.now()),
+        lastAttemptAt: new Date(started),
+        lastStatusCode: null,
+        lastError: 'the service shut down before the receiver answered',
+      });
+      return;
+    }
+    const ended = new Date(this.dependencies.now());
+    const slow = ended.getTime() - started > config.slowMs;
+    const retryAt =
+      outcome.delivered || outcome.refused
+        ? undefined
+        : nextAttemptAt(
+            delivery.attempts + 1,
+            delivery.createdAt,
+            ended,
+            config,
+            this.random,
+          );
+    const settlement: Settlement = {
+      status: outcome.delivered ? 'delivered' : retryAt ? 'pending' : 'failed',
+      nextAttemptAt: retryAt ?? ended,
+      lastAttemptAt: new Date(started),
+      lastStatusCode: outcome.statusCode ?? null,
+      lastError: outcome.error ?? null,
+    };
+    const own = await store.settle(delivery, settlement);
+    this.dependencies.observer.attempted(delivery, outcome, retryAt);
+    // its claim ran out meanwhile: the delivery and its receiver are another instance's now
+    if (!own) return;
+    if (settlement.status !== 'pending') {
+      this.dependencies.observer.settled(
+        settlement.status === 'delivered' ? 'delivered' : 'failed',
+      );
+    }
+    const failure = outcome.delivered
+      ? slow
+        ? `answered after ${ended.getTime() - started} ms, slower than WEBHOOKS_SLOW (${config.slowMs} ms)`
+        : undefined
+      : (outcome.error ?? 'failed');
+    await this.followReceiver(lane, epoch, probe, failure, ended);
+  }
+
+  /**
+   * Moves the receiver on by one attempt's outcome, in the epoch the attempt began in; an
+   * outcome of an older epoch changes nothing (receiver-state.ts).
+   */
+  private async followReceiver(
+    lane: Lane,
+    epoch: number,
+    probe: boolean,
+    failure: string | undefined,
+    now: Date,
+  ): Promise<void> {
+    const { store, config, observer } = this.dependencies;
+    const id = lane.id;
+    const receiver = { ...lane.receiver, epoch };
+    if (probe) {
+      const next =
+        failure === undefined
+          ? resumedState(receiver)
+          : pausedState(receiver, receiver.pauseLevel + 1, now, config);
+      if (!(await store.changeReceiver(id, epoch, next))) return;
+      observer.receiverChanged(
+        failure === undefined
+          ? { to: 'resumed', subscriptionId: id }
+          : {
+              to: 'paused',
+              subscriptionId: id,
+              from: now,
+              until: next.pausedUntil!,
+              failedProbes: next.pauseLevel,
+              error: failure,
+            },
+      );
+      return;
+    }
+    if (failure === undefined) {
+      // a receiver seen without failures, and none counted here since, has none to clear: no
+      // statement per delivery for a healthy receiver
+      if (lane.receiver.consecutiveFailures === 0 && !this.failing.has(id)) {
+        return;
+      }
+      this.failing.delete(id);
+      if (await store.clearFailures(id, epoch)) {
+        observer.receiverChanged({ to: 'healthy', subscriptionId: id });
+      }
+      return;
+    }
+    const failures = await store.countFailure(id, epoch);
+    if (failures === undefined) return;
+    this.failing.add(id);
+    if (failures < config.failuresBeforePause) {
+      if (failures === 1) {
+        observer.receiverChanged({
+          to: 'failing',
+          subscriptionId: id,
+          error: failure,
+        });
+      }
+      return;
+    }
+    const next = pausedState(
+      { ...receiver, consecutiveFailures: failures },
+      0,
+      now,
+      config,
+    );
+    // unless a success came meanwhile and cleared them
+    if (
+      await store.changeReceiver(id, epoch, next, config.failuresBeforePause)
+    ) {
+      observer.receiverChanged({
+        to: 'paused',
+        subscriptionId: id,
+        from: now,
+        until: next.pausedUntil!,
+        failedProbes: 0,
+        error: failure,
+      });
+    }
+  }
+}
+
+function claimUntil(from: Date, config: Pick<EngineConfig, 'timeoutMs'>): Date {
+  return new Date(from.getTime() + config.timeoutMs + CLAIM_MARGIN_MS);
+}
+
+/** In a random order, so that no subscription is always served first. */
+function shuffled<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+  return items;
+}
+
+/**
+ * The body of a delivery: the event's payload written out in the service's own JSON, integers
+ * exact and absent fields left out, whatever spacing or escapes the database wrote it with.
+ */
+export function deliveryBody({
+  payload,
+}: Pick<EventToSend, 'payload'>): string {
+  return stringifyLosslessJson(parseLosslessJson(payload));
+}
+
+/** Timers as the loop uses them: the process's own, or the simulation's clock. */
+export interface Timers {
+  set(run: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export interface LoopOptions {
+  timers: Timers;
+  /** How long an idle loop waits between two polls. */
+  intervalMs: number;
+  /** A poll that ended well: the database answered. */
+  onPolled: () => void;
+  /** A poll that failed; the next one comes after the interval, as usual. */
+  onError: (error: unknown) => void;
+}
+
+/**
+ * When the engine polls: after WEBHOOKS_POLL_INTERVAL while idle; under a backlog, as soon as
+ * a poll ends wanting more and as attempts end, once enough slots are free for one poll to
+ * fill them, so that a backlog drains at the receivers' pace. One poll runs at a time.
+ */
+export class DispatchLoop {
+  private timer: unknown;
+  private polling = false;
+  /** A slot freed while a poll ran: poll again as soon as it ends. */
+  private pollAgain = false;
+  private backlog = false;
+  private stopped = false;
+
+  constructor(
+    private readonly engine: DeliveryEngine,
+    private readonly config: Pick<EngineConfig, 'maxInFlight'>,
+    private readonly options: LoopOptions,
+  ) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.options.timers.clear(this.timer);
+  }
+
+  /** Under a backlog, a poll waits for this many free slots: one poll fills them all. */
+  private refillBatch(): number {
+    return Math.max(1, Math.floor(this.config.maxInFlight / 8));
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.options.timers.clear(this.timer);
+    this.timer = this.options.timers.set(() => void this.poll(), ms);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.stopped) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
+    this.pollAgain = false;
+    try {
+      ({ backlog: this.backlog } = await this.engine.poll(() =>
+        this.attemptEnded(),
+      ));
+      this.options.onPolled();
+    } catch (error) {
+      if (!this.stopped) this.options.onError(error);
+    } finally {
+      this.polling = false;
+      this.schedule(
+        this.pollAgain && this.backlog ? 0 : this.options.intervalMs,
+      );
+    }
+  }
+
+  private attemptEnded(): void {
+    const free = this.config.maxInFlight - this.engine.attemptsInFlight;
+    if (this.backlog && free >= this.refillBatch()) void this.poll();
+  }
+}
