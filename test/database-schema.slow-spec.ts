@@ -115,6 +115,11 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
     );
     await dataSource.destroy();
     expect(unpublished(triggers.map(({ name }) => name))).toEqual([]);
+    // an event takes its place in the log as it is written (a migration that rebuilds
+    // "events" must make this trigger again)
+    expect(triggers.map(({ name }) => name)).toContain(
+      'events_take_their_place',
+    );
   });
 
   it('on SQLite: rebuilds a table that triggers and views name, the way TypeORM changes a table', async () => {
@@ -134,11 +139,10 @@ describe('the schema: entities, migrations and the TypeORM CLI agree', () => {
       await dataSource.query(
         `INSERT INTO "plants" ("id", "name") VALUES (1, 'Rebuilt Rose')`,
       );
+      // the plants' trigger asks the view over the rebuilt table, and the event takes its place
       expect(
-        await dataSource.query(
-          `SELECT "subscription_id" FROM "webhook_deliveries"`,
-        ),
-      ).toEqual([{ subscription_id: 's' }]);
+        await dataSource.query(`SELECT "type", "seq" FROM "events"`),
+      ).toEqual([{ type: 'plant.added', seq: 1n }]);
     } finally {
       await dataSource.destroy();
     }
@@ -400,6 +404,120 @@ describe('upgrading subscriptions that passed the cap', () => {
     it(
       'keeps the oldest 100, each in its slot, and removes the rest',
       slotsUpgrade('postgres', createTestDatabase),
+    );
+  });
+});
+
+/**
+ * The DeliveryCursors migration on a database written by the owed-events design: a pending
+ * delivery keeps its webhook-id, the events owed to a paused subscription become its pending
+ * deliveries (each once, its probes' events not twice), every event gets its place in the order
+ * written, and every cursor starts at the head; then each receiver gets all it was due, once.
+ */
+function cursorsUpgrade(
+  engine: 'sqlite' | 'postgres',
+  database: () => Promise<{ url: string; drop: () => Promise<void> }>,
+) {
+  return async () => {
+    const all = migrationClasses(engine);
+    const before = all.slice(
+      0,
+      all.findIndex(({ name }) => name.includes('DeliveryCursors')),
+    );
+    const { url, drop } = await database();
+    const live = await WebhookReceiver.start();
+    const paused = await WebhookReceiver.start();
+    // to the millisecond: the owed events are those written after it
+    const now =
+      engine === 'postgres' ? 'now()' : "strftime('%Y-%m-%d %H:%M:%f', 'now')";
+    try {
+      const old = await migrate(url, before);
+      await old.query(
+        `INSERT INTO webhook_subscriptions (id, url, secret, slot) VALUES ('00000000-0000-4000-8000-00000000000a', '${live.url}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTIzNDU=', 1)`,
+      );
+      // the old fan-out trigger writes a delivery per plant for the live one
+      await old.query(`INSERT INTO plants (id, name) VALUES (1, 'Before')`);
+      const [pending] = await old.query<{ id: string }[]>(
+        `SELECT id FROM webhook_deliveries WHERE status = 'pending'`,
+      );
+      // the paused one, owed its events from now on (a later millisecond than the first
+      // event): no row each, the events kept for it
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await old.query(
+        `INSERT INTO webhook_subscriptions (id, url, secret, slot, consecutive_failures, paused_until, owed_since) VALUES ('00000000-0000-4000-8000-00000000000b', '${paused.url}', 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTIzNDU=', 2, 5, ${now}, ${now})`,
+      );
+      for (let plant = 2; plant <= 4; plant += 1) {
+        await old.query(
+          `INSERT INTO plants (id, name) VALUES (${plant}, 'Owed ${plant}')`,
+        );
+      }
+      const [{ owedRows }] = await old.query<{ owedRows: unknown }[]>(
+        `SELECT count(*) AS "owedRows" FROM webhook_deliveries WHERE subscription_id = '00000000-0000-4000-8000-00000000000b'`,
+      );
+      expect(Number(owedRows)).toBe(0);
+      await old.destroy();
+
+      const testApp = await startTestApp({
+        env: {
+          DATABASE_URL: url,
+          WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+          WEBHOOKS_POLL_INTERVAL: '50ms',
+        },
+      });
+      try {
+        // the live one: its pending delivery as it was, then the owed-era events once each
+        const fromLive = await live.waitFor(4);
+        expect(fromLive[0].headers['webhook-id']).toBe(pending.id);
+        expect(fromLive.map(({ body }) => body).sort()).toEqual([
+          '{"id":1,"name":"Before"}',
+          '{"id":2,"name":"Owed 2"}',
+          '{"id":3,"name":"Owed 3"}',
+          '{"id":4,"name":"Owed 4"}',
+        ]);
+        // the paused one: what it was owed, once its pause is over and its probe succeeds
+        const fromPaused = await paused.waitFor(3);
+        expect(fromPaused.map(({ body }) => body).sort()).toEqual([
+          '{"id":2,"name":"Owed 2"}',
+          '{"id":3,"name":"Owed 3"}',
+          '{"id":4,"name":"Owed 4"}',
+        ]);
+        const placed = await testApp.query<{ seq: bigint }>(
+          'SELECT seq FROM events ORDER BY seq',
+        );
+        expect(placed.map(({ seq }) => Number(seq))).toEqual([1, 2, 3, 4]);
+        const cursors = await testApp.query<{ cursor: bigint }>(
+          'SELECT cursor FROM webhook_subscriptions',
+        );
+        expect(cursors.map(({ cursor }) => Number(cursor))).toEqual([4, 4]);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(live.received).toHaveLength(4);
+        expect(paused.received).toHaveLength(3);
+      } finally {
+        await testApp.close();
+      }
+    } finally {
+      await Promise.all([live.close(), paused.close()]);
+      await drop();
+    }
+  };
+}
+
+describe('upgrading a database written by the owed-events design', () => {
+  it(
+    'on SQLite keeps pending deliveries, makes the owed events deliveries and places every event',
+    cursorsUpgrade('sqlite', () => {
+      const folder = makeTempFolder();
+      return Promise.resolve({
+        url: `sqlite:${join(folder.path, 'owed.sqlite')}`,
+        drop: () => Promise.resolve(folder.remove()),
+      });
+    }),
+  );
+
+  describeWithPostgres('on PostgreSQL', () => {
+    it(
+      'keeps pending deliveries, makes the owed events deliveries and places every event',
+      cursorsUpgrade('postgres', createTestDatabase),
     );
   });
 });
