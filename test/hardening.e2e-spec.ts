@@ -315,7 +315,7 @@ describe('connections of a proxy named in TRUST_PROXY', () => {
 });
 
 describe('the database file', () => {
-  it('and its folder, when they already exist open to others, are tightened, and the boot says so', async () => {
+  it('when it already exists open to others, is tightened, and its folder left as it is; the boot says so', async () => {
     const folder = makeTempFolder();
     const databaseFile = join(folder.path, 'loose', 'store.sqlite');
     try {
@@ -335,11 +335,13 @@ describe('the database file', () => {
       } finally {
         warn.mockRestore();
       }
-      expect(statSync(join(folder.path, 'loose')).mode & 0o777).toBe(0o700);
+      expect(statSync(join(folder.path, 'loose')).mode & 0o777).toBe(0o755);
       expect(statSync(databaseFile).mode & 0o777).toBe(0o600);
       expect(warned).toEqual(
         expect.arrayContaining([
-          `${join(folder.path, 'loose')} was mode 755, open to other users; made it 700`,
+          expect.stringContaining(
+            `the SQLite database's folder ${join(folder.path, 'loose')} is mode 755, open to other users: it is left as it is`,
+          ),
           `${databaseFile} was mode 644, open to other users; made it 600`,
         ]),
       );

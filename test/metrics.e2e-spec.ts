@@ -1,4 +1,12 @@
-import { MetricsServer } from '../src/metrics/metrics-server';
+import { createConnection } from 'node:net';
+import { DataSource } from 'typeorm';
+import type { PortableDataSource } from '../src/database/portable-data-source';
+import {
+  METRICS_MAX_CONNECTIONS,
+  MetricsServer,
+} from '../src/metrics/metrics-server';
+import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
+import { SNAPSHOT_TTL_MS } from '../src/webhooks/webhook-metrics';
 import {
   parsePrometheusText,
   promtoolCheck,
@@ -153,7 +161,19 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
     });
   });
 
-  it('shows the outbox: attempts by result, the backlog and its age, receivers, rows kept', () => {
+  it('shows the outbox: attempts by result, the backlog and its age, receivers, rows kept', async () => {
+    // PostgreSQL's estimate of the rows comes from its statistics
+    if (testApp.engine === 'postgres') {
+      await testApp.query('ANALYZE events, webhook_deliveries');
+    }
+    // the outbox's values are read once a while (SNAPSHOT_TTL_MS): the next read has them all
+    await eventually(
+      scrape,
+      () =>
+        value('plant_store_webhook_deliveries_pending') === 0 &&
+        value('plant_store_table_rows', { table: 'webhook_deliveries' }) === 4,
+      SNAPSHOT_TTL_MS * 3,
+    );
     expect(
       value('plant_store_webhook_attempts_total', { result: 'success' }),
     ).toBe(4);
@@ -174,6 +194,57 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
     expect(
       value('plant_store_table_rows', { table: 'webhook_deliveries' }),
     ).toBe(4);
+    expect(value('plant_store_webhook_backlog_events')).toBe(0);
+    expect(value('plant_store_database_up')).toBe(1);
+    expect(
+      value('plant_store_webhook_snapshot_age_seconds'),
+    ).toBeLessThanOrEqual(SNAPSHOT_TTL_MS / 1000);
+  });
+
+  it('reads the outbox at a cost that does not grow with the tables, and scrapes within a while share one read', async () => {
+    // the dispatcher's polls stopped, so that every statement from here on is the scrape's
+    await testApp.app.get(WebhookDispatcher).beforeApplicationShutdown();
+    const dataSource = testApp.app.get<PortableDataSource>(DataSource);
+    const statements: string[] = [];
+    dataSource.statementWrappers.push((sql, run) => {
+      statements.push(sql);
+      return run();
+    });
+    try {
+      // the next scrape after the snapshot's time reads it again
+      await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_TTL_MS));
+      const before = statements.length;
+      await scrape();
+      const read = statements.slice(before);
+      expect(read.length).toBeGreaterThan(0);
+      // none reads a whole table: on SQLite each plan searches an index or a key, never scans
+      const tables = /"?(events|webhook_deliveries)"?/;
+      for (const sql of read.filter((text) => tables.test(text))) {
+        // TypeORM's count() names its figure "cnt" and reads every row it counts
+        expect(sql).not.toMatch(/ AS "cnt"/i);
+        if (testApp.engine === 'sqlite') {
+          const plan = testApp
+            .openDatabase()
+            .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+            .all(...Array<null>(sql.match(/\?/g)?.length ?? 0).fill(null)) as {
+            detail: string;
+          }[];
+          expect(
+            plan
+              .map(({ detail }) => detail)
+              .filter((detail) =>
+                /^SCAN (events|webhook_deliveries)\b(?! USING)/.test(detail),
+              ),
+          ).toEqual([]);
+        }
+      }
+      // within its time, a scrape reads nothing
+      const shared = statements.length;
+      await scrape();
+      expect(statements.length).toBe(shared);
+    } finally {
+      dataSource.statementWrappers.pop();
+    }
   });
 
   it('times database statements and counts the one that failed (the duplicate id)', () => {
@@ -234,6 +305,64 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
       .set('Authorization', `Bearer ${token}`)
       .expect(404);
   });
+});
+
+describe('metrics on bad days', () => {
+  it('answers a scrape while the database is away: the last values, their age, and the database down', async () => {
+    const testApp = await startTestApp({ env: { METRICS_PORT: '0' } });
+    try {
+      const url = `http://127.0.0.1:${testApp.app.get(MetricsServer).port()}/metrics`;
+      const scrape = async () => {
+        const response = await fetch(url);
+        expect(response.status).toBe(200);
+        return parsePrometheusText(await response.text());
+      };
+      const healthy = await scrape();
+      expect(sampleValue(healthy, 'plant_store_database_up')).toBe(1);
+      await testApp.app.get(DataSource).destroy();
+      await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_TTL_MS));
+      const away = await scrape();
+      expect(sampleValue(away, 'plant_store_database_up')).toBe(0);
+      expect(
+        sampleValue(away, 'plant_store_webhook_snapshot_age_seconds'),
+      ).toBeGreaterThanOrEqual(SNAPSHOT_TTL_MS / 1000);
+      // the requests counted meanwhile are still there to see
+      expect(
+        sampleValue(away, 'plant_store_webhook_subscriptions', {
+          state: 'healthy',
+        }),
+      ).toBe(0);
+    } finally {
+      await testApp.close().catch(() => undefined);
+    }
+  });
+
+  it(`holds ${METRICS_MAX_CONNECTIONS} connections at most, and lets go of one that sends nothing`, async () => {
+    const testApp = await startTestApp({ env: { METRICS_PORT: '0' } });
+    const port = testApp.app.get(MetricsServer).port()!;
+    const sockets = Array.from({ length: METRICS_MAX_CONNECTIONS + 8 }, () =>
+      createConnection({ port, host: '127.0.0.1' }),
+    );
+    try {
+      const closed = sockets.map(
+        (socket) =>
+          new Promise<number>((resolve) => {
+            const opened = Date.now();
+            socket.on('error', () => undefined);
+            socket.once('close', () => resolve(Date.now() - opened));
+          }),
+      );
+      // those past the cap at once, the idle ones within the timeout and its check
+      const lifetimes = await Promise.all(closed);
+      expect(lifetimes.filter((ms) => ms < 1000).length).toBeGreaterThanOrEqual(
+        8,
+      );
+      expect(Math.max(...lifetimes)).toBeLessThan(15_000);
+    } finally {
+      sockets.forEach((socket) => socket.destroy());
+      await testApp.close();
+    }
+  }, 30_000);
 });
 
 describe('metrics without METRICS_PORT', () => {

@@ -94,10 +94,12 @@ export function createDataSourceOptions(
 }
 
 /**
- * The SQLite file and its folder, created readable by the service's user only when missing.
- * SQLite gives its -wal and -shm files the database file's permissions. An existing folder or
- * file that others may read is tightened when the service's user owns it, and reported either
- * way: the messages are returned for the caller to log.
+ * The SQLite file and its folder: created readable by the service's user only when missing.
+ * SQLite gives its -wal and -shm files the database file's permissions. An existing database
+ * file (or -wal, -shm) open to others is tightened when the service's user owns it: it is the
+ * service's own data. An existing folder is never changed, whatever its mode: it may be
+ * anybody's (`/tmp`, a home folder), and its mode theirs to choose; one open to others is
+ * reported, once, with the risk. The messages are returned for the caller to log.
  */
 export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
   if (config.engine !== 'sqlite' || config.sqlitePath === ':memory:') return [];
@@ -115,8 +117,11 @@ export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
 function ensureWritableFile(path: string): string[] {
   const folder = dirname(path);
   const notes: string[] = [];
-  if (existsSync(folder)) notes.push(...tightened(folder, 0o700));
-  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  if (existsSync(folder)) {
+    notes.push(...sharedFolder(folder));
+  } else {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+  }
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     if (existsSync(file)) notes.push(...tightened(file, 0o600));
   }
@@ -126,7 +131,17 @@ function ensureWritableFile(path: string): string[] {
   return notes;
 }
 
-/** Makes `path` no more open than `mode` when the service's user owns it; says what it did. */
+/** What an existing folder open to others means for the database in it; it is left as it is. */
+function sharedFolder(folder: string): string[] {
+  const mode = statSync(folder).mode & 0o7777;
+  if ((mode & 0o077) === 0) return [];
+  const writable = (mode & 0o022) !== 0;
+  return [
+    `the SQLite database's folder ${resolve(folder)} is mode ${mode.toString(8)}, open to other users${writable ? ', who may create files in it' : ''}: it is left as it is (it may not be the service's own), and the database and its -wal and -shm files are kept mode 600; a folder of the service's own (DATABASE_URL=sqlite:data/plant-store.sqlite) keeps others from ${writable ? 'replacing or removing them' : 'listing them'}`,
+  ];
+}
+
+/** Makes a file no more open than `mode` when the service's user owns it; says what it did. */
 function tightened(path: string, mode: number): string[] {
   const stat = statSync(path);
   const was = stat.mode & 0o777;

@@ -1,44 +1,69 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, LessThanOrEqual, MoreThan, Repository } from 'typeorm';
-import { OutboxEvent } from '../events/outbox-event.entity';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, IsNull } from 'typeorm';
+import { DatabaseAvailability } from '../database/database-availability';
+import { EventLog } from '../events/event-log.entity';
 import { Metrics } from '../metrics/metrics';
+import { conditionOf } from './receiver-state';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
 interface OutboxSnapshot {
   pending: number;
+  backlog: number;
   oldestPendingAgeSeconds: number;
   subscriptions: { healthy: number; failing: number; paused: number };
   rows: { events: number; webhook_deliveries: number };
+  /** When it was read (ms). */
+  at: number;
 }
+
+/** A scrape within this long of the last read shares it: scrapers cost one read a while. */
+export const SNAPSHOT_TTL_MS = 5000;
+
+/** Pending deliveries counted at most: more than the design lets the subscriptions hold. */
+const PENDING_COUNTED = 100_000;
 
 /**
  * The outbox as Prometheus sees it, read from the database when scraped (never on the request
- * path): the backlog and its age, the receivers paused or failing, and the rows retention keeps.
- * One scrape reads them once, statement after statement, so that it holds one connection at
- * most. The instruments that count as things happen are the dispatcher's.
+ * path), at a cost that does not grow with the tables (docs/observability.md): pending
+ * deliveries through the index of pending rows (a few per subscription by construction), the
+ * oldest through the index by status and age, the subscriptions (100 at most) with the log's
+ * head for the events that wait past their cursors, and the tables' rows as the engines
+ * estimate them. Scrapes within SNAPSHOT_TTL_MS share one read. While the database does not
+ * answer, a scrape still answers: the last values, their age, and `plant_store_database_up` 0.
  */
 @Injectable()
 export class WebhookMetrics {
-  private snapshot?: Promise<OutboxSnapshot>;
+  private snapshot?: OutboxSnapshot;
+  private reading?: Promise<OutboxSnapshot | undefined>;
+  /** The last read failed: the values are the last good ones. */
+  private failed = false;
 
   constructor(
     metrics: Metrics,
-    @InjectRepository(WebhookDelivery)
-    private readonly deliveries: Repository<WebhookDelivery>,
-    @InjectRepository(WebhookSubscription)
-    private readonly subscriptions: Repository<WebhookSubscription>,
-    @InjectRepository(OutboxEvent)
-    private readonly events: Repository<OutboxEvent>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly database: DatabaseAvailability,
   ) {
     const read = () => this.read();
     metrics.gauge(
       'plant_store_webhook_deliveries_pending',
-      'Deliveries not yet delivered, failed or cancelled',
+      'Deliveries made and not yet delivered, failed or cancelled',
       [],
       async function () {
-        this.set((await read()).pending);
+        const snapshot = await read();
+        if (snapshot) this.set(snapshot.pending);
+        else this.reset();
+      },
+    );
+    metrics.gauge(
+      'plant_store_webhook_backlog_events',
+      'Events waiting in the log past the cursors of the active subscriptions that receive them, summed (an upper bound: a cursor passes the events of other types too)',
+      [],
+      async function () {
+        const snapshot = await read();
+        if (snapshot) this.set(snapshot.backlog);
+        else this.reset();
       },
     );
     metrics.gauge(
@@ -46,7 +71,9 @@ export class WebhookMetrics {
       'Age of the oldest pending delivery; 0 when none is pending',
       [],
       async function () {
-        this.set((await read()).oldestPendingAgeSeconds);
+        const snapshot = await read();
+        if (snapshot) this.set(snapshot.oldestPendingAgeSeconds);
+        else this.reset();
       },
     );
     metrics.gauge(
@@ -54,70 +81,153 @@ export class WebhookMetrics {
       'Active subscriptions, by the state of their receiver',
       ['state'],
       async function () {
-        for (const [state, count] of Object.entries(
-          (await read()).subscriptions,
-        )) {
+        const snapshot = await read();
+        this.reset();
+        if (!snapshot) return;
+        for (const [state, count] of Object.entries(snapshot.subscriptions)) {
           this.set({ state }, count);
         }
       },
     );
     metrics.gauge(
       'plant_store_table_rows',
-      'Rows in the tables that retention keeps bounded',
+      "Rows in the tables that retention keeps bounded, as the engine estimates them (PostgreSQL's statistics, the span of SQLite's row ids)",
       ['table'],
       async function () {
-        for (const [table, count] of Object.entries((await read()).rows)) {
+        const snapshot = await read();
+        this.reset();
+        if (!snapshot) return;
+        for (const [table, count] of Object.entries(snapshot.rows)) {
           this.set({ table }, count);
         }
       },
     );
+    metrics.gauge(
+      'plant_store_webhook_snapshot_age_seconds',
+      'How old the outbox values above are: a few seconds at most while the database answers, growing while it does not',
+      [],
+      async function () {
+        const snapshot = await read();
+        if (snapshot) this.set((Date.now() - snapshot.at) / 1000);
+        else this.reset();
+      },
+    );
+    const availability = this.database;
+    const failing = () => this.failed;
+    metrics.gauge(
+      'plant_store_database_up',
+      '1 while the database answers, 0 while it does not: then the outbox values are the last ones read, as old as plant_store_webhook_snapshot_age_seconds says',
+      [],
+      async function () {
+        await read();
+        this.set(availability.answers && !failing() ? 1 : 0);
+      },
+    );
   }
 
-  /** The snapshot of the scrape under way, or a new one: one read for the four gauges. */
-  private read(): Promise<OutboxSnapshot> {
-    if (!this.snapshot) {
-      this.snapshot = this.take().finally(() =>
-        setImmediate(() => (this.snapshot = undefined)),
-      );
+  /** The snapshot of this while, or a new one; the last good one when the database fails. */
+  private read(): Promise<OutboxSnapshot | undefined> {
+    if (this.snapshot && Date.now() - this.snapshot.at < SNAPSHOT_TTL_MS) {
+      return Promise.resolve(this.snapshot);
     }
-    return this.snapshot;
+    this.reading ??= this.take()
+      .then(
+        (snapshot) => {
+          this.failed = false;
+          return (this.snapshot = snapshot);
+        },
+        () => {
+          this.failed = true;
+          return this.snapshot;
+        },
+      )
+      .finally(() => (this.reading = undefined));
+    return this.reading;
   }
 
   private async take(): Promise<OutboxSnapshot> {
     const now = new Date();
-    const active = { removedAt: IsNull() };
-    const pending = await this.deliveries.countBy({ status: 'pending' });
-    const [oldest] = await this.deliveries.find({
-      select: { id: true, createdAt: true },
-      where: { status: 'pending' },
-      order: { createdAt: 'ASC' },
-      take: 1,
-    });
-    const all = await this.subscriptions.countBy(active);
-    const paused = await this.subscriptions.countBy({
-      ...active,
-      pausedUntil: MoreThan(now),
-    });
-    const failing = await this.subscriptions.count({
-      where: [
-        { ...active, consecutiveFailures: MoreThan(0), pausedUntil: IsNull() },
+    const [{ pending }] = await this.dataSource.query<
+      { pending: string | bigint | number }[]
+    >(
+      `SELECT COUNT(*) AS "pending" FROM (SELECT 1 FROM "webhook_deliveries" WHERE "status" = 'pending' LIMIT ${PENDING_COUNTED}) AS "capped"`,
+    );
+    const oldest = await this.dataSource
+      .getRepository(WebhookDelivery)
+      .findOne({
+        select: { id: true, createdAt: true },
+        where: { status: 'pending' },
+        order: { createdAt: 'ASC' },
+      });
+    const head =
+      (await this.dataSource.getRepository(EventLog).findOneBy({ id: 1 }))
+        ?.lastSeq ?? 0n;
+    const subscriptions = { healthy: 0, failing: 0, paused: 0 };
+    let backlog = 0n;
+    for (const subscription of await this.dataSource
+      .getRepository(WebhookSubscription)
+      .findBy({ removedAt: IsNull() })) {
+      const condition = conditionOf(
         {
-          ...active,
-          consecutiveFailures: MoreThan(0),
-          pausedUntil: LessThanOrEqual(now),
+          consecutiveFailures: subscription.consecutiveFailures,
+          pausedUntil: subscription.pausedUntil,
+          pauseLevel: subscription.pauseLevel,
+          epoch: subscription.receiverEpoch,
+          probeUntil: subscription.probeUntil,
         },
-      ],
-    });
+        now,
+      );
+      subscriptions[
+        condition === 'healthy'
+          ? 'healthy'
+          : condition === 'failing'
+            ? 'failing'
+            : 'paused'
+      ] += 1;
+      if (head > subscription.cursor) backlog += head - subscription.cursor;
+    }
     return {
-      pending,
+      pending: Number(pending),
+      backlog: Number(backlog),
       oldestPendingAgeSeconds: oldest
         ? Math.max(0, (now.getTime() - oldest.createdAt.getTime()) / 1000)
         : 0,
-      subscriptions: { healthy: all - paused - failing, failing, paused },
-      rows: {
-        events: await this.events.count(),
-        webhook_deliveries: await this.deliveries.count(),
-      },
+      subscriptions,
+      rows: await this.estimatedRows(),
+      at: now.getTime(),
+    };
+  }
+
+  /**
+   * The rows of the two tables as the engine estimates them, at no cost that grows with them:
+   * PostgreSQL's planner statistics (kept by autovacuum's analyze), SQLite's span of row ids
+   * (the ends of its b-tree; rows deleted in between count until their neighbours go).
+   */
+  private async estimatedRows(): Promise<OutboxSnapshot['rows']> {
+    if (this.dataSource.options.type === 'postgres') {
+      const rows = await this.dataSource.query<
+        { relname: string; estimate: string }[]
+      >(
+        `SELECT relname, GREATEST(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid IN (to_regclass('events'), to_regclass('webhook_deliveries'))`,
+      );
+      const of = (table: string) =>
+        Number(rows.find(({ relname }) => relname === table)?.estimate ?? 0);
+      return {
+        events: of('events'),
+        webhook_deliveries: of('webhook_deliveries'),
+      };
+    }
+    // each end on its own, which SQLite reads from its b-tree: MAX(rowid) - MIN(rowid) in one
+    // SELECT scans the whole table
+    const span = async (table: string) => {
+      const [{ span }] = await this.dataSource.query<{ span: bigint | null }[]>(
+        `SELECT (SELECT MAX(rowid) FROM "${table}") - (SELECT MIN(rowid) FROM "${table}") + 1 AS span`,
+      );
+      return Number(span ?? 0);
+    };
+    return {
+      events: await span('events'),
+      webhook_deliveries: await span('webhook_deliveries'),
     };
   }
 }
