@@ -108,6 +108,22 @@ describe('the service process (node dist/main.js)', () => {
     },
   );
 
+  it.each(['s3cr/et', 's3cr#et', 's3cr?et'])(
+    'refuses a Redis password holding %j before it listens, and shows none of it',
+    async (password) => {
+      const { status, lines, output } = await runServiceToExit(
+        { REDIS_URL: `redis://plants:${password}@127.0.0.1:6379/0` },
+        folder.path,
+      );
+      expect(status).toBe(1);
+      expect(lines).toHaveLength(1);
+      expect(lines[0].msg).toBe(
+        'the service could not start: REDIS_URL must be redis://[user:password@]host:port[/db] or rediss://..., with any /, #, ?, @ or % of the password percent-encoded (%2F, %23, %3F, %40, %25), got "redis://***@127.0.0.1:6379/0"',
+      );
+      expect(output).not.toContain('s3cr');
+    },
+  );
+
   it("writes Node's own warnings as JSON lines, not Node's plain text", () => {
     const result = spawnSync(
       process.execPath,

@@ -1,4 +1,10 @@
-import { describeWithRedis, redisTestEnv } from './helpers/redis';
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import {
+  describeWithRedis,
+  redisTestEnv,
+  TEST_REDIS_URL,
+} from './helpers/redis';
 import { freePort } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -71,6 +77,54 @@ describeWithRedis('rate limits shared through Redis (REDIS_URL)', () => {
     expect(alsoBlocked.body.message).toMatch(
       /^too many rejected tokens from this address; retry after \d+ s$/,
     );
+  });
+});
+
+describeWithRedis('a Redis password with the characters a URL reserves', () => {
+  // a user of this run's own, whose password holds what ends a URL's userinfo early
+  const username = `plant-store-test-${randomUUID()}`;
+  const password = 'p/ss#w?rd@%:';
+  let admin: Redis;
+
+  beforeAll(async () => {
+    admin = new Redis(TEST_REDIS_URL, { lazyConnect: true });
+    await admin.connect();
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      username,
+      'on',
+      `>${password}`,
+      '~*',
+      '+@all',
+    );
+  });
+
+  afterAll(async () => {
+    await admin.call('ACL', 'DELUSER', username);
+    admin.disconnect();
+  });
+
+  it('counts in Redis when the password is percent-encoded', async () => {
+    const url = new URL(TEST_REDIS_URL);
+    url.username = username;
+    url.password = encodeURIComponent(password);
+    const app = await startTestApp({
+      env: {
+        ...redisTestEnv(),
+        REDIS_URL: url.toString(),
+        RATE_LIMIT_PER_ADDRESS: '5',
+        RATE_LIMIT_WINDOW: '1h',
+      },
+    });
+    try {
+      await app.http().get('/openapi.json').expect(200);
+      const second = await app.http().get('/openapi.json').expect(200);
+      // counted, so Redis took the password: unlimited answers carry no RateLimit headers
+      expect(second.headers['ratelimit-remaining']).toBe('3');
+    } finally {
+      await app.close();
+    }
   });
 });
 

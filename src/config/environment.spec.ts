@@ -342,9 +342,23 @@ describe('the environment schema', () => {
       'redis://',
       'redis:///0',
       'http://cache',
+      // a password's raw / # ? ends it early: the rest would be read as a path or a fragment
+      'redis://user:pa/ss@cache:6379',
+      'redis://user:pa#ss@cache:6379',
+      'redis://user:pa?ss@cache:6379',
+      'redis://cache:6379/0#x',
+      'redis://cache:6379/zero',
     ]) {
       expect(() => read({ REDIS_URL: url })).toThrow(/^REDIS_URL must be/);
     }
+  });
+
+  it('reads a percent-encoded Redis password, and shows no part of one it refuses', () => {
+    const url = 'redis://user:pa%2Fss%23w%40rd@cache:6379/1';
+    expect(read({ REDIS_URL: url }).REDIS_URL).toBe(url);
+    expect(() => read({ REDIS_URL: 'redis://user:p@/s#s@cache:6379' })).toThrow(
+      /got "redis:\/\/\*\*\*@cache:6379"$/,
+    );
   });
 
   it('reads http URLs as well as https', () => {
@@ -405,7 +419,7 @@ describe('the environment schema', () => {
 
   it('hides the password of a URL it refuses', () => {
     expect(() => read({ REDIS_URL: 'http://user:secret@cache:6379' })).toThrow(
-      'REDIS_URL must be redis://host:port[/db] or rediss://..., got "http://***@cache:6379"',
+      'REDIS_URL must be redis://[user:password@]host:port[/db] or rediss://..., with any /, #, ?, @ or % of the password percent-encoded (%2F, %23, %3F, %40, %25), got "http://***@cache:6379"',
     );
     expect(() =>
       read({ DATABASE_URL: 'mysql://root:secret@db/plants' }),

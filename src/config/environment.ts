@@ -163,9 +163,28 @@ const httpUrl: Kind<string> = {
   must: 'an absolute http or https URL',
 };
 
+/**
+ * Whether the URL means what it says: a host, at most a database number, nothing after a `#`.
+ * A password's raw `/`, `#` or `?` ends the userinfo early, leaving no host and the rest of
+ * the password in the path or fragment, which the Redis client would read as such.
+ */
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (
+      ['redis:', 'rediss:'].includes(url.protocol) &&
+      url.hostname !== '' &&
+      /^(\/\d*)?$/.test(url.pathname) &&
+      !value.includes('#')
+    );
+  } catch {
+    return false;
+  }
+}
+
 const redisUrl: Kind<string> = {
-  schema: z.string().regex(/^rediss?:\/\/[^/]+/),
-  must: 'redis://host:port[/db] or rediss://...',
+  schema: z.string().refine(isRedisUrl),
+  must: 'redis://[user:password@]host:port[/db] or rediss://..., with any /, #, ?, @ or % of the password percent-encoded (%2F, %23, %3F, %40, %25)',
   secret: true,
 };
 
@@ -495,7 +514,8 @@ function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
   const { must, secret } = metaOf(name);
   // the wrong item of a list, or the whole value (set, since a default is never wrong)
   const got = typeof issue.input === 'string' ? issue.input : String(env[name]);
-  const shown = secret ? got.replace(/\/\/[^@/]*@/, '//***@') : got;
+  // up to the last @, since a password refused may hold / or # or @ itself
+  const shown = secret ? got.replace(/\/\/.*@/, '//***@') : got;
   const source = SOURCES.get(env)?.get(name);
   return `${name} must be ${must}, got ${JSON.stringify(shown)}${source ? ` (set in ${source})` : ''}`;
 }
