@@ -25,12 +25,9 @@ async function timed<T>(
   return { value, ms: performance.now() - started };
 }
 
-// One Redis timeout, not much shorter: when the event loop wakes from a pause longer than the
-// timeout, a command's timer and its reply are both due, and timers run first. With 300 ms, a
-// second outage was logged after the first had ended, on a healthy Redis, in two of four full
-// runs on Node 24 and 26 and never with the file alone (the pause is likely a collection in a
-// jest worker that has run many suites before this one).
-const REDIS_TIMEOUT_MS = 1000;
+// Short, as an operator may set it: a pause of the test's own event loop (a collection in a
+// jest worker that has run many suites) is no outage (answerWithin in redis-counters.ts).
+const REDIS_TIMEOUT_MS = 300;
 
 describeWithRedis('the service when Redis stops answering', () => {
   let relay: TcpRelay;
@@ -66,8 +63,8 @@ describeWithRedis('the service when Redis stops answering', () => {
       );
       expect(response.status).toBe(200);
       expect(response.headers['ratelimit-limit']).toBeUndefined();
-      // one command timeout at most, not the partition's length
-      expect(ms).toBeLessThan(2 * REDIS_TIMEOUT_MS);
+      // twice the timeout at most (a late timer gives one more), not the partition's length
+      expect(ms).toBeLessThan(3 * REDIS_TIMEOUT_MS);
     }
     // after the first timeout Redis is not asked for a while: no request waits for it, with
     // a token (two counters) or a rejected one (three) alike
@@ -98,24 +95,14 @@ describeWithRedis('the service when Redis stops answering', () => {
         (await testApp.http().get('/openapi.json')).headers['ratelimit-limit'],
       (limit) => limit !== undefined,
     );
-    // one line when it went away, one when it came back, never a line per request: the
-    // lines alternate. (A loaded machine may pause past the timeout once more after the
-    // partition, a second outage of its own, with its own two lines.)
-    const lines = stateLines('Redis');
-    expect(lines.length).toBeGreaterThanOrEqual(2);
-    expect(lines.length % 2).toBe(0);
-    lines.forEach((line, index) =>
-      expect(line).toEqual(
-        index % 2 === 0
-          ? {
-              level: 40,
-              msg: expect.stringMatching(
-                /^Redis does not answer \(.+\): rate limits are not applied until it does$/,
-              ) as unknown,
-            }
-          : { level: 30, msg: 'Redis answers again: rate limits apply' },
-      ),
-    );
+    // one line when it went away, one when it came back, never a line per request
+    expect(stateLines('Redis')).toEqual([
+      {
+        level: 40,
+        msg: 'Redis does not answer (no answer within 300 ms): rate limits are not applied until it does',
+      },
+      { level: 30, msg: 'Redis answers again: rate limits apply' },
+    ]);
   });
 });
 

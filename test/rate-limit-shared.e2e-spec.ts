@@ -5,6 +5,8 @@ import {
   redisTestEnv,
   TEST_REDIS_URL,
 } from './helpers/redis';
+import { MetricsServer } from '../src/metrics/metrics-server';
+import { RedisCounters } from '../src/rate-limit/redis-counters';
 import { freePort } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -124,6 +126,64 @@ describeWithRedis('a Redis password with the characters a URL reserves', () => {
       expect(second.headers['ratelimit-remaining']).toBe('3');
     } finally {
       await app.close();
+    }
+  });
+});
+
+describeWithRedis('Redis on a busy event loop', () => {
+  /** The loop held, as by CPU pressure or a long collection. */
+  const holdTheLoop = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until);
+  };
+
+  it('counts a hit whose answer waited unread while the loop was busy: no outage', async () => {
+    const counters = new RedisCounters({
+      url: TEST_REDIS_URL,
+      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
+      timeoutMs: 100,
+    });
+    await counters.onModuleInit();
+    try {
+      for (let hits = 1; hits <= 3; hits += 1) {
+        const hit = counters.hit('busy', {
+          windowMs: 60_000,
+          limit: 10,
+          blockMs: 0,
+        });
+        holdTheLoop(400);
+        await expect(hit).resolves.toMatchObject({ hits });
+      }
+      expect(counters.answers).toBe(true);
+    } finally {
+      await counters.onModuleDestroy();
+    }
+  });
+
+  it('says whether Redis answers in plant_store_redis_up', async () => {
+    const port = await freePort();
+    for (const [url, up] of [
+      [TEST_REDIS_URL, 1],
+      [`redis://127.0.0.1:${port}`, 0],
+    ] as const) {
+      const app = await startTestApp({
+        env: {
+          ...redisTestEnv(),
+          REDIS_URL: url,
+          REDIS_TIMEOUT: up ? '5s' : '200ms',
+          METRICS_PORT: '0',
+        },
+      });
+      try {
+        await app.http().get('/openapi.json').expect(200);
+        const metricsPort = app.app.get(MetricsServer).port();
+        const text = await (
+          await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+        ).text();
+        expect(text).toContain(`\nplant_store_redis_up ${up}\n`);
+      } finally {
+        await app.close();
+      }
     }
   });
 });

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { appConfig, type AppConfig } from '../config/app.config';
+import { Metrics } from '../metrics/metrics';
 import { MemoryCounters } from './memory-counters';
 import { RateLimitCounters } from './rate-limit-counters';
 import { RateLimiter } from './rate-limiter';
@@ -13,14 +14,20 @@ import { RedisCounters } from './redis-counters';
   providers: [
     {
       provide: RateLimitCounters,
-      inject: [appConfig.KEY],
-      useFactory: ({ rateLimit }: AppConfig): RateLimitCounters =>
+      inject: [appConfig.KEY, Metrics],
+      useFactory: (
+        { rateLimit }: AppConfig,
+        metrics: Metrics,
+      ): RateLimitCounters =>
         rateLimit.redisUrl
-          ? new RedisCounters({
-              url: rateLimit.redisUrl,
-              keyPrefix: rateLimit.redisKeyPrefix,
-              timeoutMs: rateLimit.redisTimeoutMs,
-            })
+          ? new RedisCounters(
+              {
+                url: rateLimit.redisUrl,
+                keyPrefix: rateLimit.redisKeyPrefix,
+                timeoutMs: rateLimit.redisTimeoutMs,
+              },
+              metrics,
+            )
           : new MemoryCounters(),
     },
     RateLimiter,

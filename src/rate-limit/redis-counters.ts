@@ -1,6 +1,7 @@
 import { type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import Redis from 'ioredis';
 import { DependencyState } from '../logging/dependency-state';
+import type { Metrics } from '../metrics/metrics';
 import type {
   Count,
   CounterRule,
@@ -45,6 +46,54 @@ interface CountingRedis extends Redis {
 /** What a command gets while Redis is not asked: RateLimiter lets the request through. */
 const NOT_ASKED = new Error('Redis failed lately: not asked');
 
+/**
+ * The answer to `command`, or a timeout once the event loop has listened for `timeoutMs`.
+ * A timer that fires while an answer waits unread in the socket (the loop was busy: CPU
+ * pressure, a long GC) is not Redis being slow: the check waits for the loop's next poll of
+ * its sockets (setImmediate runs after it), and a timer that fired late by more than half its
+ * time gives the command one more such wait, from now. A command thus waits at most twice the
+ * timeout plus the loop's own delays, and only an unanswering Redis fails it.
+ */
+export function answerWithin<T>(
+  command: Promise<T>,
+  timeoutMs: number,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let extended = false;
+    let dueAt = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      dueAt = Date.now() + timeoutMs;
+      timer = setTimeout(() => setImmediate(check), timeoutMs);
+    };
+    const check = () => {
+      if (settled) return;
+      const lateMs = Date.now() - dueAt;
+      if (!extended && lateMs > timeoutMs / 2) {
+        extended = true;
+        arm();
+        return;
+      }
+      settled = true;
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    };
+    arm();
+    command.then(
+      (value) => {
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}
+
 export interface RedisCountersOptions {
   url: string;
   /** Put before every key, so that services or test runs sharing a Redis do not meet. */
@@ -55,7 +104,8 @@ export interface RedisCountersOptions {
 
 /**
  * Counters shared by every instance through Redis. Commands fail at once while Redis is away
- * (no offline queue, no retry) and within `timeoutMs` when it does not answer, after which
+ * (no offline queue, no retry) and when it does not answer within `timeoutMs` of the event
+ * loop's listening (answerWithin), after which
  * Redis is not asked for a while (five timeouts, 1 to 30 s); RateLimiter then lets the
  * request through. Each change between reachable and not is logged once.
  */
@@ -74,18 +124,34 @@ export class RedisCounters
   /** A command is asking a failing Redis whether it is back; the others do not wait for it. */
   private probing = false;
 
-  constructor({ url, keyPrefix, timeoutMs }: RedisCountersOptions) {
+  constructor(
+    { url, keyPrefix, timeoutMs }: RedisCountersOptions,
+    metrics?: Metrics,
+  ) {
     this.timeoutMs = timeoutMs;
     this.retryAfterMs = Math.min(30_000, Math.max(1000, 5 * timeoutMs));
     this.redis = new Redis(url, {
       keyPrefix,
-      commandTimeout: timeoutMs,
       connectTimeout: timeoutMs,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
     }) as CountingRedis;
     this.redis.defineCommand('hit', { numberOfKeys: 2, lua: HIT_SCRIPT });
     this.redis.on('error', (error: Error) => this.state.wentAway(error));
+    const answers = () => this.answers;
+    metrics?.gauge(
+      'plant_store_redis_up',
+      '1 while Redis answers the rate limits, 0 while it does not and limits are not applied',
+      [],
+      function () {
+        this.set(answers() ? 1 : 0);
+      },
+    );
+  }
+
+  /** Whether Redis answered the last command it was asked. */
+  get answers(): boolean {
+    return this.retryAt === 0 && this.state.answers;
   }
 
   /**
@@ -135,7 +201,7 @@ export class RedisCounters
     }
     this.probing = failing;
     try {
-      const result = await send();
+      const result = await answerWithin(send(), this.timeoutMs);
       this.retryAt = 0;
       this.state.cameBack();
       return result;
