@@ -29,14 +29,15 @@ const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
   templating: { list: { name: string; type: string }[] };
 };
 
+const exprs = dashboard.panels.flatMap((panel) =>
+  panel.targets.map((target) => target.expr),
+);
+
 /** Grafana's variables, as Prometheus needs them spelt out: a scrape each second here. */
 const asPrometheusQuery = (expr: string) =>
   expr.replaceAll('$__rate_interval', '10s');
 
 describe('the Grafana dashboard (deploy/grafana/plant-store.json)', () => {
-  const exprs = dashboard.panels.flatMap((panel) =>
-    panel.targets.map((target) => target.expr),
-  );
   const panelWith = (metric: string) =>
     dashboard.panels.filter((panel) =>
       panel.targets.some((target) => target.expr.includes(metric)),
@@ -102,6 +103,14 @@ describe('the Grafana dashboard (deploy/grafana/plant-store.json)', () => {
   });
 });
 
+/** Gauges every instance reads from the one database: the same number from each. */
+const DATABASE_WIDE = [
+  'plant_store_webhook_deliveries_pending',
+  'plant_store_webhook_backlog_events',
+  'plant_store_webhook_oldest_pending_age_seconds',
+  'plant_store_webhook_subscriptions',
+];
+
 const describeWithPrometheus =
   existsSync(PROMETHEUS) && existsSync(CHROMIUM) ? describe : describe.skip;
 if (!existsSync(PROMETHEUS) || !existsSync(CHROMIUM)) {
@@ -125,9 +134,15 @@ describeWithPrometheus(
     let prometheusUrl: string;
     let prometheusOutput = '';
 
-    const query = async (expr: string) => {
+    /** A time before the service or Prometheus started: nothing had happened. */
+    const beforeAnything = Date.now() / 1000 - 60;
+
+    const query = async (expr: string, time?: string) => {
       const response = await fetch(
-        `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}`,
+        `${prometheusUrl}/api/v1/query?${new URLSearchParams({
+          query: expr,
+          ...(time === undefined ? {} : { time }),
+        }).toString()}`,
       );
       return (await response.json()) as {
         status: string;
@@ -165,7 +180,11 @@ describeWithPrometheus(
           'scrape_configs:',
           '  - job_name: plant-store',
           '    static_configs:',
-          `      - targets: ['127.0.0.1:${metricsPort}']`,
+          // the one service as two instances, which report the same database
+          ...['a', 'b'].flatMap((replica) => [
+            `      - targets: ['127.0.0.1:${metricsPort}']`,
+            `        labels: { replica: ${replica} }`,
+          ]),
           '',
         ].join('\n'),
       );
@@ -291,6 +310,54 @@ describeWithPrometheus(
         expect(readFileSync(file).subarray(1, 4).toString()).toBe('PNG');
       } finally {
         await browser.close();
+      }
+    });
+
+    it("adds each database-wide number once, however many instances report it: a panel shows one instance's", async () => {
+      const perDatabase = DATABASE_WIDE.flatMap((metric) =>
+        exprs
+          .filter((expr) => expr.includes(metric))
+          .map((expr) => ({ metric, expr })),
+      );
+      expect(perDatabase.length).toBeGreaterThanOrEqual(DATABASE_WIDE.length);
+      // an instant both replicas have been scraped at
+      const at = String(Date.now() / 1000 - 2);
+      const values = async (expr: string) =>
+        (await query(expr, at)).data!.result.map(({ metric, value }) => ({
+          metric,
+          value: value[1],
+        }));
+      let counted = 0;
+      for (const { metric, expr } of perDatabase) {
+        const shown = await values(expr);
+        const oneInstance = await values(
+          expr.replaceAll(metric, `${metric}{replica="a"}`),
+        );
+        expect({ expr, shown }).toEqual({ expr, shown: oneInstance });
+        counted += shown.filter(({ value }) => Number(value) > 0).length;
+      }
+      // some of them not zero (a healthy receiver), so that a sum would show
+      expect(counted).toBeGreaterThan(0);
+    });
+
+    it('shows 0, not "No data", for a rate while nothing has happened', async () => {
+      const rates = exprs.filter(
+        (expr) =>
+          expr.includes('rate(') && !expr.startsWith('histogram_quantile'),
+      );
+      expect(rates.length).toBeGreaterThanOrEqual(6);
+      for (const expr of rates) {
+        const answer = await query(
+          asPrometheusQuery(expr),
+          String(beforeAnything),
+        );
+        expect({
+          expr,
+          values: answer.data!.result.map(({ value }) => value[1]),
+        }).toEqual({
+          expr,
+          values: ['0'],
+        });
       }
     });
 
