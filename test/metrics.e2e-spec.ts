@@ -128,7 +128,8 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
         route('GET', 'unrouted', 404, 1),
         route('GET', '/webhooks/subscriptions', 403, 1),
         route('GET', '/plants/{id}', 401, 3),
-        route('GET', 'unrouted', 429, 1),
+        // refused before routing, and counted with the route it was for
+        route('GET', '/plants/{id}', 429, 1),
       ]),
     );
     expect(counted).toHaveLength(10);
@@ -319,13 +320,27 @@ describe('metrics on bad days', () => {
       };
       const healthy = await scrape();
       expect(sampleValue(healthy, 'plant_store_database_up')).toBe(1);
+      const token = await testApp.issueToken();
       await testApp.app.get(DataSource).destroy();
+      // the token check, before routing, cannot read the database
+      await testApp
+        .http()
+        .get('/plants/1')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(503);
       await new Promise((resolve) => setTimeout(resolve, SNAPSHOT_TTL_MS));
       const away = await scrape();
       expect(sampleValue(away, 'plant_store_database_up')).toBe(0);
       expect(
         sampleValue(away, 'plant_store_webhook_snapshot_age_seconds'),
       ).toBeGreaterThanOrEqual(SNAPSHOT_TTL_MS / 1000);
+      expect(
+        sampleValue(away, 'http_server_request_duration_seconds_count', {
+          http_request_method: 'GET',
+          http_route: '/plants/{id}',
+          http_response_status_code: '503',
+        }),
+      ).toBe(1);
       // the requests counted meanwhile are still there to see
       expect(
         sampleValue(away, 'plant_store_webhook_subscriptions', {
