@@ -44,15 +44,16 @@ export interface ServiceProcess {
 
 /**
  * Starts `node dist/main.js` (this repository's build, or `main`) on a free loopback port and
- * waits until it is live.
+ * waits until it is live; `nodeArgs` go to node before the script.
  */
 export async function startServiceProcess(
   env: Record<string, string>,
   cwd = NEUTRAL_CWD,
   main = MAIN,
+  nodeArgs: string[] = [],
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [main], {
+  const child = spawn(process.execPath, [...nodeArgs, main], {
     cwd,
     env: {
       PATH: process.env.PATH ?? '',
