@@ -545,6 +545,8 @@ export class DispatchLoop {
   private pollAgain = false;
   private backlog = false;
   private stopped = false;
+  /** The poll running now, which stop() waits for. */
+  private running: Promise<void> | undefined;
 
   constructor(
     private readonly engine: DeliveryEngine,
@@ -556,9 +558,11 @@ export class DispatchLoop {
     this.schedule(0);
   }
 
-  stop(): void {
+  /** No poll starts after this, and the one running has ended when it resolves. */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.options.timers.clear(this.timer);
+    await this.running;
   }
 
   /** Under a backlog, a poll waits for this many free slots: one poll fills them all. */
@@ -580,6 +584,11 @@ export class DispatchLoop {
     }
     this.polling = true;
     this.pollAgain = false;
+    this.running = this.pollOnce();
+    await this.running;
+  }
+
+  private async pollOnce(): Promise<void> {
     try {
       ({ backlog: this.backlog } = await this.engine.poll(() =>
         this.attemptEnded(),
@@ -589,6 +598,7 @@ export class DispatchLoop {
       if (!this.stopped) this.options.onError(error);
     } finally {
       this.polling = false;
+      this.running = undefined;
       this.schedule(
         this.pollAgain && this.backlog ? 0 : this.options.intervalMs,
       );

@@ -72,8 +72,10 @@ export class WebhookDispatcher
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.loop.stop();
+    const pollEnded = this.loop.stop();
     this.shutdown.abort();
+    // a poll already running could otherwise still make deliveries after this returns
+    await pollEnded;
     await this.engine.drained();
   }
 
