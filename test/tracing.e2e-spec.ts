@@ -224,6 +224,18 @@ describe('traces over OTLP/HTTP, with the OpenTelemetry variables set', () => {
     });
   });
 
+  it("exports no span of the dispatcher's polls: every statement's span is under a request or an attempt", async () => {
+    // twenty polls at least, since the service started
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const statements = collector.spans.filter(
+      (span) => span.attributes['db.system.name'] !== undefined,
+    );
+    expect(statements.length).toBeGreaterThan(0);
+    expect(
+      statements.filter((span) => span.parentSpanId === undefined),
+    ).toEqual([]);
+  });
+
   it("traces no health probe (startServiceProcess's readiness polls)", () => {
     // the request spans name their path here: a probe's span would show
     expect(serverSpan()!.attributes['url.path']).toBe('/plants');
@@ -233,5 +245,85 @@ describe('traces over OTLP/HTTP, with the OpenTelemetry variables set', () => {
         (path) => typeof path === 'string' && path.startsWith('/health'),
       ),
     ).toEqual([]);
+  });
+});
+
+describe('traces as TRACES_BACKGROUND and the sampler ask, whatever callers send', () => {
+  let collector: Awaited<ReturnType<typeof startCollector>>;
+  let folder: ReturnType<typeof makeTempFolder>;
+
+  beforeEach(async () => {
+    collector = await startCollector();
+    folder = makeTempFolder();
+  });
+
+  afterEach(async () => {
+    await collector.close();
+    folder.remove();
+  });
+
+  const start = (env: Record<string, string>) =>
+    startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      WEBHOOKS_POLL_INTERVAL: '50ms',
+      ...env,
+    });
+  const stop = async (service: ServiceProcess) => {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  };
+
+  it("gives the dispatcher's polls root spans when TRACES_BACKGROUND asks", async () => {
+    const service = await start({ TRACES_BACKGROUND: 'true' });
+    try {
+      await eventually(
+        () =>
+          collector.spans.filter(
+            (span) => span.name === 'SELECT' && span.parentSpanId === undefined,
+          ),
+        (roots) => roots.length >= 3,
+        10_000,
+      );
+    } finally {
+      await stop(service);
+    }
+  });
+
+  it('traces no more than its ratio though every caller sends a sampled traceparent; TRACES_FOLLOW_CALLERS follows them', async () => {
+    for (const [follow, traced] of [
+      ['false', 0],
+      ['true', 5],
+    ] as const) {
+      const service = await start({
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0',
+        TRACES_FOLLOW_CALLERS: follow,
+      });
+      const traces = Array.from({ length: 5 }, () =>
+        randomBytes(16).toString('hex'),
+      );
+      try {
+        for (const trace of traces) {
+          const response = await fetch(`${service.baseUrl}/openapi.json`, {
+            headers: {
+              traceparent: `00-${trace}-${randomBytes(8).toString('hex')}-01`,
+            },
+          });
+          expect(response.status).toBe(200);
+        }
+      } finally {
+        // exported, if at all, by the time it has stopped
+        await stop(service);
+      }
+      const serverSpans = collector.spans.filter(
+        (span) => span.kind === SERVER && traces.includes(span.traceId),
+      );
+      expect({ follow, traced: serverSpans.length }).toEqual({
+        follow,
+        traced,
+      });
+    }
   });
 });

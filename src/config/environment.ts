@@ -299,6 +299,16 @@ export const ENVIRONMENT_SCHEMA = z.object({
     undefined,
     'Port of the Prometheus metrics (GET /metrics), apart from the API; unset, none are served',
   ),
+  TRACES_BACKGROUND: variable(
+    boolean,
+    'false',
+    "With traces on: give the work no request asked for (the webhook dispatcher's polls, retention's batches) spans of its own; off, only requests and webhook attempts start traces",
+  ),
+  TRACES_FOLLOW_CALLERS: variable(
+    boolean,
+    'false',
+    "With traces on: let a request's traceparent decide whether it is traced; off, OTEL_TRACES_SAMPLER decides every request, continuing the caller's trace when it picks it",
+  ),
   LOG_LEVEL: variable(
     choice(LOG_LEVELS),
     'info',

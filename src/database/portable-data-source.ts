@@ -591,10 +591,17 @@ export function databaseSystemOf(dataSource: DataSource): string {
   return dataSource.options.type === 'postgres' ? 'postgresql' : 'sqlite';
 }
 
-/** A span for each statement, named by its operation (`SELECT`), its text without values. */
+/**
+ * A span for each statement, named by its operation (`SELECT`), its text without values: under
+ * the span of the work it serves (a request, a webhook attempt), or on its own when
+ * TRACES_BACKGROUND asks.
+ */
 function statementSpans(dataSource: DataSource): StatementWrapper {
   const system = databaseSystemOf(dataSource);
   return (sql, run) => {
+    // an idle instance's polls would be a root span or two a second, every second
+    if (!tracing.background && tracing.activeIds?.() === undefined)
+      return run();
     const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? system;
     return traced(
       operation,

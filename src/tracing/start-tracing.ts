@@ -91,6 +91,7 @@ export function startTracing(env: NodeJS.ProcessEnv): void {
     return { trace_id: traceId, span_id: spanId };
   };
   tracing.clientKind = SpanKind.CLIENT;
+  tracing.background = env.TRACES_BACKGROUND === 'true';
 }
 
 /** A non-negative number the variable holds; undefined (the SDK's default) otherwise. */
@@ -103,9 +104,12 @@ function numberFrom(env: NodeJS.ProcessEnv, name: string): number | undefined {
 
 /**
  * OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, as the specification reads them (this SDK
- * line leaves them to its callers); parentbased_always_on by default.
+ * line leaves them to its callers); parentbased_always_on by default. A caller's decision (the
+ * sampled flag of its `traceparent`) is the root sampler's to make again unless
+ * TRACES_FOLLOW_CALLERS is true: any client can send a sampled flag, so trusting it would let
+ * anyone trace every request whatever the ratio (docs/decisions.md, "Traces").
  */
-function samplerFrom(env: NodeJS.ProcessEnv): Sampler {
+export function samplerFrom(env: NodeJS.ProcessEnv): Sampler {
   const ratio = numberFrom(env, 'OTEL_TRACES_SAMPLER_ARG') ?? 1;
   const root: Record<string, Sampler> = {
     always_on: new AlwaysOnSampler(),
@@ -117,7 +121,11 @@ function samplerFrom(env: NodeJS.ProcessEnv): Sampler {
   ).toLowerCase();
   if (name in root) return root[name];
   const parented = /^parentbased_(\w+)$/.exec(name)?.[1];
+  const rootSampler = root[parented ?? 'always_on'] ?? root.always_on;
+  const followCallers = env.TRACES_FOLLOW_CALLERS === 'true';
   return new ParentBasedSampler({
-    root: root[parented ?? 'always_on'] ?? root.always_on,
+    root: rootSampler,
+    remoteParentSampled: followCallers ? root.always_on : rootSampler,
+    remoteParentNotSampled: followCallers ? root.always_off : rootSampler,
   });
 }

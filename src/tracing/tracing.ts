@@ -10,6 +10,11 @@ export const tracing: {
   activeIds?: () => TraceIds | undefined;
   /** SpanKind.CLIENT, for spans of calls out (statements), without importing the API here. */
   clientKind?: SpanKind;
+  /**
+   * Whether work no request asked for (the dispatcher's polls, retention's batches) gets spans
+   * of its own: TRACES_BACKGROUND. Off, a statement outside any span is not traced.
+   */
+  background?: boolean;
 } = {};
 
 export interface TraceIds {
