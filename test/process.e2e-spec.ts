@@ -1,6 +1,7 @@
 import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { spawnSync } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -575,6 +576,37 @@ describe('the service process (node dist/main.js)', () => {
         expect(Buffer.byteLength(line)).toBeLessThan(4096);
       }
       expect(service.output()).not.toContain('A'.repeat(43));
+    } finally {
+      service.child.kill('SIGKILL');
+    }
+  });
+
+  it('writes one warn line for a connection cut with many requests pipelined on it, not one per request', async () => {
+    const service = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder.path, 'pipelined.sqlite')}`,
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      const { hostname, port } = new URL(service.baseUrl);
+      for (const path of ['/health/live', '/plants/1']) {
+        const socket = connect(Number(port), hostname);
+        await once(socket, 'connect');
+        socket.write(
+          `GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`.repeat(2000),
+        );
+        // hung up as the first answer comes, the others still to be written
+        await once(socket, 'data');
+        socket.resetAndDestroy();
+      }
+      // a request of its own, so that every line of the two connections is written before it
+      await fetch(`${service.baseUrl}/health/live`);
+      service.child.kill('SIGTERM');
+      await service.exited;
+      const aborted = service.lines().filter((line) => line.aborted === true);
+      expect(aborted.map((line) => [line.level, line.path])).toEqual([
+        [40, '/health/live'],
+        [40, '/plants/1'],
+      ]);
     } finally {
       service.child.kill('SIGKILL');
     }

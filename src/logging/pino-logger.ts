@@ -115,6 +115,8 @@ export function createRequestLogger(
   /** Paths an orchestrator probes every few seconds: their successes are logged at debug. */
   probePaths: ReadonlySet<string> = new Set(),
 ) {
+  // the connections that already have their aborted line
+  const cutConnections = new WeakSet<object>();
   return function logRequest(
     request: RequestWithId,
     response: Response,
@@ -134,11 +136,16 @@ export function createRequestLogger(
       const statusCode = response.statusCode;
       // a client that hung up is its own business: no status was sent unless headers were
       const aborted = !response.writableFinished;
+      // A hang-up aborts every request pipelined on the connection, thousands from one
+      // packet: the first is news, at warn, the others at debug like a probe.
+      const alsoCut = aborted && cutConnections.has(request.socket);
+      if (aborted) cutConnections.add(request.socket);
       // 503 is the service saying it cannot serve now (shutting down, a dependency away),
       // logged once as such; only other 5xx are errors. A 4xx is the client's doing, and
       // routine (a 401, a 429): info, as a 200. A probe that succeeds is no news: debug.
-      const level =
-        statusCode >= 500 && statusCode !== 503
+      const level = alsoCut
+        ? 'debug'
+        : statusCode >= 500 && statusCode !== 503
           ? 'error'
           : aborted || statusCode === 503
             ? 'warn'
