@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -109,6 +110,30 @@ describe('webhooks across processes (node dist/main.js, node dist/cli.js webhook
     } finally {
       await receiver.close();
     }
+  });
+
+  it('lists a stored URL holding a bidirectional override or another invisible character as escapes, and refuses to add one', async () => {
+    const spoofed = 'https://hooks.example/\u202egnp.exe\u200b\u2066';
+    const refused = await cli('webhooks', 'add', '--url', spoofed);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      'url must not contain control or invisible characters (a line break, an escape, a bidirectional override), got U+202E at character 23',
+    );
+    expect(refused.stderr).not.toContain('\u202e');
+
+    // as a version that took it would have stored it
+    expect(
+      (await cli('webhooks', 'add', '--url', 'https://hooks.example/')).status,
+    ).toBe(0);
+    const database = new Database(join(folder.path, 'store.sqlite'));
+    database.prepare('UPDATE webhook_subscriptions SET url = ?').run(spoofed);
+    database.close();
+    const listed = await cli('webhooks', 'list');
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(
+      'https://hooks.example/\\u202egnp.exe\\u200b\\u2066',
+    );
+    expect(listed.stdout).not.toMatch(/[\u202e\u200b\u2066]/u);
   });
 
   it('refuses a private URL without WEBHOOKS_ALLOW_PRIVATE_NETWORKS, saying how to allow it', async () => {

@@ -1,5 +1,6 @@
 import type { INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { escapeUnprintable } from '../common/text/unprintable';
 import { CliModule } from './cli.module';
 
 export interface CliOutput {
@@ -45,13 +46,10 @@ export function formatTable(given: string[][]): string[] {
 }
 
 /**
- * Control characters as escapes (`\u001b`): what a table shows comes from the database, and a
- * stored escape sequence must not reach the operator's terminal.
+ * Unprintable characters as escapes (`\u001b`, `\u202e`): what a table shows comes from the
+ * database, and a stored escape sequence or bidirectional override must not reach the
+ * operator's terminal.
  */
 export function printable(text: string): string {
-  return text.replace(
-    /\p{Cc}/gu,
-    (character) =>
-      `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return escapeUnprintable(text);
 }

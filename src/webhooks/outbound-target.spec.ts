@@ -134,11 +134,17 @@ describe('describeUrlProblem, for names and text', () => {
     );
   });
 
-  it.each(['https://example.com/\u001b[31m', 'https://example.com/a\r\nb'])(
-    'refuses a URL holding a control character: %j',
-    (url) => {
+  it.each([
+    ['https://example.com/\u001b[31m', 'U+001B at character 21'],
+    ['https://example.com/a\r\nb', 'U+000D at character 22'],
+    ['https://example.com/\u202etxt.exe', 'U+202E at character 21'],
+    ['https://exa\u200bmple.com/', 'U+200B at character 12'],
+    ['https://example.com/\u2028', 'U+2028 at character 21'],
+  ])(
+    'refuses a URL holding a control or invisible character: %j',
+    (url, which) => {
       expect(describeUrlProblem(url, true)).toBe(
-        `url must not contain control characters (a line break, an escape), got ${JSON.stringify(url)}`,
+        `url must not contain control or invisible characters (a line break, an escape, a bidirectional override), got ${which}`,
       );
     },
   );

@@ -1,6 +1,7 @@
 import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { firstUnprintable } from '../common/text/unprintable';
 
 /**
  * IPv4-compatible IPv6 (::/96, deprecated by RFC 4291): it embeds an IPv4 address, loopback
@@ -28,9 +29,10 @@ export function describeUrlProblem(
   url: string,
   allowPrivateNetworks: boolean,
 ): string | undefined {
-  if (CONTROL_CHARACTER.test(url)) {
+  const unprintable = firstUnprintable(url);
+  if (unprintable) {
     // stored as it is, it would reach an operator's terminal through `webhooks list`
-    return `url must not contain control characters (a line break, an escape), got ${JSON.stringify(url)}`;
+    return `url must not contain control or invisible characters (a line break, an escape, a bidirectional override), got ${unprintable.codePoint} at character ${unprintable.at + 1}`;
   }
   let parsed: URL;
   try {
@@ -55,8 +57,6 @@ export function describeUrlProblem(
   }
   return undefined;
 }
-
-const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** How long a subscription waits for its host's name to resolve before it is taken anyway. */
 const SUBSCRIBE_LOOKUP_TIMEOUT_MS = 2000;
