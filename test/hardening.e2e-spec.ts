@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
+import { eventually } from './helpers/webhook-receiver';
 import { fixedSecurityHeaders } from '../src/http/security-headers';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */
@@ -260,7 +261,7 @@ describe.each([
       const refused = await answerOf(await open());
       expect(refused).toMatch(/^HTTP\/1\.1 429 /);
       expect(refused).toContain(
-        '{"error":429,"message":"too many connections from this address: at most 3 at a time"}',
+        '{"error":429,"message":"too many connections from this address (for IPv6, its /64): at most 3 at a time"}',
       );
       held[0].destroy();
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -273,6 +274,70 @@ describe.each([
     });
   },
 );
+
+describe('connections of IPv6 clients', () => {
+  it('are counted by their /64, as the rate limits count them: one host holds a whole /64', async () => {
+    const testApp = await startTestApp({
+      env: { MAX_CONNECTIONS_PER_ADDRESS: '3' },
+    });
+    // loopback has one IPv6 address: each connection is given the one it would come from
+    const peers = [
+      '2001:db8:1:2::a',
+      '2001:db8:1:2::b',
+      '2001:db8:1:2:ffff:ffff:ffff:ffff',
+      '2001:db8:1:2::d',
+      '2001:db8:1:3::a',
+    ];
+    const accepted: Socket[] = [];
+    testApp.server.prependListener('connection', (socket: Socket) => {
+      accepted.push(socket);
+      Object.defineProperty(socket, 'remoteAddress', { value: peers.shift() });
+    });
+    try {
+      const port = await portOf(testApp.server);
+      const open = () =>
+        new Promise<Socket>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+          socket.on('error', reject);
+        });
+      const answerOf = (socket: Socket) =>
+        new Promise<string>((resolve) => {
+          let received = '';
+          socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+          socket.on('close', () => resolve(received));
+          socket.write(
+            'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+          );
+        });
+      const held: Socket[] = [];
+      try {
+        held.push(await open(), await open(), await open());
+        expect(await answerOf(await open())).toContain(
+          '{"error":429,"message":"too many connections from this address (for IPv6, its /64): at most 3 at a time"}',
+        );
+        // another /64 is another client
+        expect(await answerOf(await open())).toMatch(/^HTTP\/1\.1 200 /);
+      } finally {
+        held.forEach((socket) => socket.destroy());
+      }
+      // the refused one too, though it had sent its request
+      await eventually(
+        () =>
+          new Promise<number>((resolve, reject) =>
+            testApp.server.getConnections((error, count) =>
+              error ? reject(error) : resolve(count),
+            ),
+          ),
+        (count) => count === 0,
+        2000,
+      );
+    } finally {
+      // whatever this test found left open, so that closing cannot wait for it
+      accepted.forEach((socket) => socket.destroy());
+      await testApp.close();
+    }
+  });
+});
 
 describe('connections of a proxy named in TRUST_PROXY', () => {
   it('are not capped: its clients are limited per request, by the address it forwards for', async () => {

@@ -4,7 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AppConfig } from '../config/app.config';
+import { clientKeyOf } from '../rate-limit/client-key';
 import { fixedSecurityHeaders } from './security-headers';
+
+/** How long a refused connection may stay open to read its 429 before it is cut. */
+const REFUSED_LINGER_MS = 5000;
 
 /** Node's own limit, stated here so that the message below stays true. */
 const MAX_HEADER_BYTES = 16 * 1024;
@@ -13,15 +17,15 @@ const SECURITY_HEADER_LINES = Object.entries(fixedSecurityHeaders())
   .map(([name, value]) => `${name}: ${value}\r\n`)
   .join('');
 
+/** The 429 of a connection over MAX_CONNECTIONS_PER_ADDRESS, written straight to the socket. */
+export function tooManyConnectionsMessage(cap: number): string {
+  return `too many connections from this address (for IPv6, its /64): at most ${cap} at a time`;
+}
+
 /**
  * An Error answer written straight to the socket, with the security headers and a request id
  * that every other answer has.
  */
-/** The 429 of a connection over MAX_CONNECTIONS_PER_ADDRESS, written straight to the socket. */
-export function tooManyConnectionsMessage(cap: number): string {
-  return `too many connections from this address: at most ${cap} at a time`;
-}
-
 function errorAnswer(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: status, message });
   return (
@@ -111,8 +115,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
 }
 
 /**
- * Refuses a connection past `cap` open ones from its address, before HTTP reads a byte of it:
+ * Refuses a connection past `cap` open ones from its client, before HTTP reads a byte of it:
  * the HTTP server's own connection listener is called only for connections within the cap.
+ * A client is who the rate limits count (clientKeyOf): an IPv6 host by its /64.
  */
 function limitConnectionsPerAddress(
   server: Server,
@@ -129,20 +134,26 @@ function limitConnectionsPerAddress(
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     if (exempt(address)) return serveHttp.call(server, socket);
-    const count = (open.get(address) ?? 0) + 1;
+    const client = clientKeyOf(address);
+    const count = (open.get(client) ?? 0) + 1;
     if (count > cap) {
       refused();
       socket.on('error', () => socket.destroy());
+      // what it sends is read and dropped: left unread, it would keep the client's FIN from
+      // being seen, and the socket open for ever outside any count
+      socket.resume();
+      const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+      socket.once('close', () => clearTimeout(linger));
       socket.end(
         errorAnswer(429, 'Too Many Requests', tooManyConnectionsMessage(cap)),
       );
       return;
     }
-    open.set(address, count);
+    open.set(client, count);
     socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left > 0) open.set(address, left);
-      else open.delete(address);
+      const left = (open.get(client) ?? 1) - 1;
+      if (left > 0) open.set(client, left);
+      else open.delete(client);
     });
     serveHttp.call(server, socket);
   });
