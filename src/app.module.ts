@@ -7,6 +7,7 @@ import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
 import { ShutdownModule } from './http/shutdown.module';
 import { JsonBodyGuard } from './common/json/json-body.guard';
 import { AppValidationPipe } from './common/validation/app-validation.pipe';
+import { KnownQueryGuard } from './common/validation/known-query.guard';
 import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
 import { webhooksConfig } from './config/webhooks.config';
@@ -34,9 +35,10 @@ import { WebhooksModule } from './webhooks/webhooks.module';
   ],
   providers: [
     // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts).
-    // Global guards run in the order listed: each route's access rule, and only then is a
-    // body read (test/rate-limit.e2e-spec.ts holds the order).
+    // Global guards run in the order listed: each route's access rule, then its query
+    // parameters, and only then is a body read (test/rate-limit.e2e-spec.ts holds the order).
     { provide: APP_GUARD, useExisting: BearerGuard },
+    { provide: APP_GUARD, useClass: KnownQueryGuard },
     { provide: APP_GUARD, useClass: JsonBodyGuard },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
     { provide: APP_PIPE, useClass: AppValidationPipe },

@@ -868,6 +868,16 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
+            /** @description A query parameter the operation does not take; nothing was changed */
+            400: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
             500: {
                 headers: {
@@ -908,6 +918,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthStatus"];
+                };
+            };
+            /** @description A query parameter the operation does not take; nothing was changed */
+            400: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
@@ -953,6 +973,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookSubscription"][];
+                };
+            };
+            /** @description A query parameter the operation does not take; nothing was changed */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description No bearer token, or an unknown, revoked or expired one */

@@ -8,6 +8,7 @@ import {
   type OpenAPIObject,
 } from '@nestjs/swagger';
 import type {
+  ResponseObject,
   SchemaObject,
   ServerObject,
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
@@ -16,6 +17,7 @@ import { INT64_MAX, INT64_MIN } from '../common/json/int64';
 import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
+import { unknownQueryMessage } from '../common/validation/known-query.guard';
 import {
   BUSY_MESSAGE,
   DATABASE_UNAVAILABLE_MESSAGE,
@@ -131,6 +133,44 @@ const headerRef = (name: keyof typeof HEADERS) => ({
  * Retry-After); the health probes are never limited, so they neither carry them nor answer
  * 429. Any answer may carry Access-Control-Allow-Origin.
  */
+/**
+ * Every operation answers 400 to a query parameter it does not take (KnownQueryGuard): where
+ * an operation declares no 400 of its own, this is its 400; where it does, one more example.
+ */
+function declareUnknownQueryAnswers(document: OpenAPIObject): void {
+  for (const item of Object.values(document.paths)) {
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      const operation = item[method];
+      if (!operation) continue;
+      const takes = (operation.parameters ?? []).flatMap((parameter) =>
+        'in' in parameter && parameter.in === 'query' ? [parameter.name] : [],
+      );
+      const example = errorExamples(400, {
+        'Unknown query parameter': unknownQueryMessage('tags', takes),
+      });
+      const declared = operation.responses['400'] as ResponseObject | undefined;
+      const content = declared?.content?.['application/json'];
+      if (content) {
+        const shown = JSON.stringify(content.examples ?? {}).includes(
+          'is not one this operation takes',
+        );
+        if (!shown) content.examples = { ...content.examples, ...example };
+        continue;
+      }
+      operation.responses['400'] = {
+        description:
+          'A query parameter the operation does not take; nothing was changed',
+        content: {
+          'application/json': {
+            schema: { $ref: getSchemaPath(ErrorBody) },
+            examples: example,
+          },
+        },
+      };
+    }
+  }
+}
+
 function declareHeaders(document: OpenAPIObject): void {
   document.components = {
     ...document.components,
@@ -268,6 +308,7 @@ export function buildOpenApiDocument(
   }));
   listEventTypes(document, events.types);
   addWebhooks(document, events);
+  declareUnknownQueryAnswers(document);
   declareHeaders(document);
   return document;
 }
