@@ -7,10 +7,21 @@ import {
 import { DatabaseAvailability } from '../src/database/database-availability';
 import { SqlDeliveryStore } from '../src/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
-import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
+import {
+  createTestDatabase,
+  describeWithPostgres,
+  testDatabaseName,
+} from './helpers/postgres';
 import { runCliProcess, runServiceToExit } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
+
+// the generator's own module (schematics/resource), plain JavaScript
+const { generatorDatabaseName } =
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require('../schematics/resource/migrations') as {
+    generatorDatabaseName: (env: NodeJS.ProcessEnv) => string;
+  };
 
 const INT64_MIN = '-9223372036854775808';
 const INT64_MAX = '9223372036854775807';
@@ -348,4 +359,62 @@ describeWithPostgres('a pool whose every connection is held', () => {
       await database.drop();
     }
   });
+});
+
+describeWithPostgres('the databases the tests and the generator create', () => {
+  const prefix = `ps_prefix_${process.pid}_`;
+
+  it('are named with TEST_DATABASE_PREFIX, for a shared server', async () => {
+    const saved = process.env.TEST_DATABASE_PREFIX;
+    process.env.TEST_DATABASE_PREFIX = prefix;
+    try {
+      const database = await createTestDatabase();
+      try {
+        const client = new Client({ connectionString: database.url });
+        await client.connect();
+        const { rows } = await client.query<{ name: string }>(
+          'SELECT current_database() AS name',
+        );
+        await client.end();
+        expect(rows[0].name).toMatch(new RegExp(`^${prefix}[0-9a-f]{12}$`));
+      } finally {
+        await database.drop();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.TEST_DATABASE_PREFIX;
+      else process.env.TEST_DATABASE_PREFIX = saved;
+    }
+  });
+
+  it('are named with GENERATOR_DATABASE_PREFIX by the generator', () => {
+    expect(
+      generatorDatabaseName({ GENERATOR_DATABASE_PREFIX: prefix }),
+    ).toMatch(new RegExp(`^${prefix}[0-9a-f]{12}$`));
+    expect(generatorDatabaseName({})).toMatch(
+      /^plant_store_generate_[0-9a-f]{12}$/,
+    );
+  });
+
+  it.each([
+    ['TEST_DATABASE_PREFIX', testDatabaseName],
+    [
+      'GENERATOR_DATABASE_PREFIX',
+      (value: string) =>
+        generatorDatabaseName({ GENERATOR_DATABASE_PREFIX: value }),
+    ],
+  ])(
+    'refuses a %s that is no plain PostgreSQL name, saying what it must be',
+    (variable, name) => {
+      for (const bad of [
+        'Upper_',
+        'x"; DROP DATABASE postgres; --',
+        '9x',
+        'x'.repeat(52),
+      ]) {
+        expect(() => name(bad)).toThrow(
+          `${variable} must be up to 51 lowercase letters, digits and _, not starting with a digit, got ${JSON.stringify(bad)}`,
+        );
+      }
+    },
+  );
 });

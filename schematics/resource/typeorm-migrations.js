@@ -7,9 +7,9 @@
  * PostgreSQL database made for the run and dropped after it), brought up to date with the
  * project's own migrations, so the difference is the new entity's alone.
  *
- * Input (argv[2], JSON): { root, entityFile, migrationName, timestamp, postgresUrl }.
+ * Input (argv[2], JSON): { root, entityFile, migrationName, timestamp, postgresUrl,
+ * postgresDatabase }.
  */
-const { randomBytes } = require('node:crypto');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -98,7 +98,7 @@ async function postgres() {
       `cannot generate the PostgreSQL migration: no PostgreSQL server answers at ${new URL(input.postgresUrl).host} (${error.message}); start one, or name one with GENERATOR_DATABASE_URL`,
     );
   }
-  const database = `plant_store_generate_${randomBytes(6).toString('hex')}`;
+  const database = input.postgresDatabase;
   try {
     await admin.query(`CREATE DATABASE "${database}"`);
     const url = new URL(input.postgresUrl);

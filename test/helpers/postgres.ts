@@ -35,12 +35,28 @@ export function describeWithPostgres(name: string, body: () => void): void {
   );
 }
 
+/**
+ * How the databases the tests create are named: TEST_DATABASE_PREFIX and 12 random hex digits,
+ * so that on a shared server they are told apart from others' and found to clean up.
+ */
+export function testDatabaseName(
+  prefix = process.env.TEST_DATABASE_PREFIX ?? 'plant_store_test_',
+): string {
+  // a PostgreSQL name needs no quoting this way, and fits its 63 bytes with the suffix
+  if (!/^[a-z_][a-z0-9_]{0,50}$/.test(prefix)) {
+    throw new Error(
+      `TEST_DATABASE_PREFIX must be up to 51 lowercase letters, digits and _, not starting with a digit, got ${JSON.stringify(prefix)}`,
+    );
+  }
+  return `${prefix}${randomBytes(6).toString('hex')}`;
+}
+
 /** A new, empty database for one test file, and a way to drop it. */
 export async function createTestDatabase(): Promise<{
   url: string;
   drop: () => Promise<void>;
 }> {
-  const name = `plant_store_test_${randomBytes(6).toString('hex')}`;
+  const name = testDatabaseName();
   const admin = new Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
