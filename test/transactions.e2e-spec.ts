@@ -257,6 +257,7 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
       enhancers.map((enhancer) => enhancer.constructor.name);
     expect(names(config.getGlobalGuards())).toEqual([
       'BearerGuard',
+      'KnownQueryGuard',
       'JsonBodyGuard',
     ]);
     expect(names(config.getGlobalInterceptors())).toEqual([]);

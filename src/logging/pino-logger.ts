@@ -138,8 +138,9 @@ export function createRequestLogger(
       const aborted = !response.writableFinished;
       // A hang-up aborts every request pipelined on the connection, thousands from one
       // packet: the first is news, at warn, the others at debug like a probe.
-      const alsoCut = aborted && cutConnections.has(request.socket);
-      if (aborted) cutConnections.add(request.socket);
+      const connection = request.socket as object | undefined;
+      const alsoCut = aborted && !!connection && cutConnections.has(connection);
+      if (aborted && connection) cutConnections.add(connection);
       // 503 is the service saying it cannot serve now (shutting down, a dependency away),
       // logged once as such; only other 5xx are errors. A 4xx is the client's doing, and
       // routine (a 401, a 429): info, as a 200. A probe that succeeds is no news: debug.
