@@ -11,6 +11,8 @@ const VALUES = {
   PUBLIC_BASE_URL: 'https://developer.example.invalid',
   TRUST_PROXY: 'true',
   METRICS_PORT: '9464',
+  TRACES_BACKGROUND: 'true',
+  TRACES_FOLLOW_CALLERS: 'true',
   LOG_LEVEL: 'trace',
   BODY_LIMIT: '1kb',
   PAGE_MAX_BYTES: '2kb',
