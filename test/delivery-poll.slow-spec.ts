@@ -118,7 +118,12 @@ describeWithPostgres("the dispatcher's poll as deliveries pile up", () => {
 
     expect(small.rows).toBe(2);
     expect(large.rows).toBe(2);
-    expect(large.indexes).toEqual(['IDX_webhook_deliveries_due']);
+    // an index of pending rows, not a scan of the table. Which one is the planner's call:
+    // with two pending rows among a million, the due index and the retention index (status
+    // first) cost it the same, and ANALYZE's sample decides; either reads a few pages
+    expect(large.indexes).toEqual([
+      expect.stringMatching(/^IDX_webhook_deliveries_(due|retention)$/),
+    ]);
     // a few pages either way (4 and 6 when written); the dead entries of the delivered rows,
     // left unvacuumed, made the same poll read 20,826
     expect(large.buffers).toBeLessThanOrEqual(small.buffers + 5);
