@@ -72,7 +72,7 @@ interface RouteArgument {
 }
 
 /** The query parameters a controller method takes, in the order it declares them. */
-export function queryNamesOf(controller: object, method: string): string[] {
+function queryNamesOf(controller: object, method: string): string[] {
   const parameters =
     (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) as
       | Record<string, RouteArgument>
