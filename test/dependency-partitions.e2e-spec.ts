@@ -26,7 +26,7 @@ async function timed<T>(
 }
 
 // Short, as an operator may set it: a pause of the test's own event loop (a collection in a
-// jest worker that has run many suites) is no outage (answerWithin in redis-counters.ts).
+// jest worker that has run many suites) is no outage (answerWithin in src/rate-limit/answer-within.ts).
 const REDIS_TIMEOUT_MS = 300;
 
 describeWithRedis('the service when Redis stops answering', () => {

@@ -15,7 +15,12 @@ describe('clientKeyOf', () => {
     expect(clientKeyOf('::ffff:cb00:7107')).toBe('203.0.113.7');
   });
 
+  it('counts an IPv6 address that embeds an IPv4 one by its /64, unless it is IPv4-mapped', () => {
+    expect(clientKeyOf('64:ff9b::203.0.113.7')).toBe('64:ff9b:0:0::/64');
+  });
+
   it('keeps what is not an address as it is', () => {
     expect(clientKeyOf('')).toBe('');
+    expect(clientKeyOf('not:an:address')).toBe('not:an:address');
   });
 });

@@ -59,6 +59,8 @@ describe('describeUrlProblem', () => {
     ['not-a-url', /is not an absolute URL/],
     ['file:///etc/passwd', /must use http or https/],
     ['http://user:pass@example.com/', /must not carry credentials/],
+    ['http://user@example.com/', /must not carry credentials/],
+    ['http://:pass@example.com/', /must not carry credentials/],
     ['http://localhost:3000/', /loopback name/],
     ['http://api.localhost/', /loopback name/],
     ['http://[::1]:80/', /::1 is not a public address/],
@@ -185,6 +187,26 @@ describe('describeResolvedProblem', () => {
     expect(
       await describeResolvedProblem('https://not-yet.example/'),
     ).toBeUndefined();
+  });
+
+  it('takes a name whose resolver does not answer within two seconds', async () => {
+    jest.useFakeTimers();
+    try {
+      jest
+        .spyOn(dns, 'lookup')
+        .mockImplementation((() => undefined) as unknown as typeof dns.lookup);
+      let answer: string | undefined = 'none yet';
+      const answered = describeResolvedProblem('https://slow.example/').then(
+        (problem) => (answer = problem),
+      );
+      await jest.advanceTimersByTimeAsync(1999);
+      expect(answer).toBe('none yet');
+      await jest.advanceTimersByTimeAsync(1);
+      await answered;
+      expect(answer).toBeUndefined();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('does not resolve an address', async () => {

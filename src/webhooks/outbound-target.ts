@@ -24,6 +24,12 @@ export function isPublicAddress(address: string): boolean {
   return ipaddr.process(address).range() === 'unicast';
 }
 
+/** A URL's hostname as an address or name: an IPv6 literal comes in brackets. */
+function hostOf(url: URL): string {
+  const { hostname } = url;
+  return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+}
+
 /** Why a webhook URL may never be delivered to, or undefined when it may be tried. */
 export function describeUrlProblem(
   url: string,
@@ -48,7 +54,7 @@ export function describeUrlProblem(
   }
   if (allowPrivateNetworks) return undefined;
   // `localhost.` is localhost: a trailing dot only says the name is fully qualified
-  const host = parsed.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const host = hostOf(parsed).replace(/\.$/, '');
   if (host === 'localhost' || host.endsWith('.localhost')) {
     return `${host} is a loopback name; set WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true to allow it`;
   }
@@ -69,7 +75,7 @@ const SUBSCRIBE_LOOKUP_TIMEOUT_MS = 2000;
 export async function describeResolvedProblem(
   url: string,
 ): Promise<string | undefined> {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  const host = hostOf(new URL(url));
   if (isIP(host)) return undefined;
   const addresses = await Promise.race([
     lookupAll(host),

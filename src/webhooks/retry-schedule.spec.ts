@@ -43,4 +43,12 @@ describe('nextAttemptAt', () => {
       Date,
     );
   });
+
+  it('still tries at the very end of the window', () => {
+    // attempt 5 waits 16 s: due exactly when the window closes
+    const now = new Date(createdAt.getTime() + 3_600_000 - 16_000);
+    expect(nextAttemptAt(5, createdAt, now, config, () => 1)).toEqual(
+      new Date(createdAt.getTime() + 3_600_000),
+    );
+  });
 });
