@@ -2,6 +2,7 @@ import {
   chmodSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -102,6 +103,14 @@ describe('createDataSourceOptions', () => {
   });
 });
 
+describe('migrationsPattern', () => {
+  it("finds each engine's migrations in any module's migrations/<engine>/ folder, as code", () => {
+    expect(migrationsPattern('postgres')).toBe(
+      join(__dirname, '..', '**', 'migrations', 'postgres', '*.{js,ts}'),
+    );
+  });
+});
+
 describe('ensureDatabaseFolder', () => {
   let root: string;
 
@@ -124,6 +133,20 @@ describe('ensureDatabaseFolder', () => {
       `the SQLite database's folder ${shared} is mode 1777, open to other users, who may create files in it: it is left as it is (it may not be the service's own), and the database and its -wal and -shm files are kept mode 600; a folder of the service's own (DATABASE_URL=sqlite:data/plant-store.sqlite) keeps others from replacing or removing them`,
     ]);
     expect(statSync(join(shared, 'orders.sqlite')).mode & 0o777).toBe(0o600);
+  });
+
+  it('touches no file or folder for a database in memory', () => {
+    const cwd = process.cwd();
+    const shared = join(root, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o777);
+    process.chdir(shared);
+    try {
+      expect(ensureDatabaseFolder(sqlite(':memory:'))).toEqual([]);
+      expect(readdirSync(shared)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
   });
 
   it('leaves a home-like folder readable by others as it is', () => {
