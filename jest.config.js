@@ -6,17 +6,11 @@
 const { spawnSync } = require('node:child_process');
 const unit = require('./jest.unit.config');
 
-const transform = {
-  '^.+\\.ts$': [
-    'ts-jest',
-    { astTransformers: { before: ['<rootDir>/test/swagger-plugin.transformer.js'] } },
-  ],
-};
-
 const e2e = {
   testEnvironment: 'node',
   rootDir: __dirname,
-  transform,
+  // SWC, as the unit tests (jest.unit.config.js)
+  transform: unit.transform,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.e2e-spec\\.ts$',
   // a mutation run's sandbox copies the repository there

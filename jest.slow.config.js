@@ -10,16 +10,8 @@ module.exports = {
   displayName: 'slow',
   testEnvironment: 'node',
   rootDir: __dirname,
-  transform: {
-    '^.+\\.ts$': [
-      'ts-jest',
-      {
-        astTransformers: {
-          before: ['<rootDir>/test/swagger-plugin.transformer.js'],
-        },
-      },
-    ],
-  },
+  // SWC, as the unit tests (jest.unit.config.js)
+  transform: require('./jest.unit.config').transform,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.slow-spec\\.ts$',
   modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],

@@ -80,7 +80,7 @@ export async function createApp({
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
-  serveOpenApi(app, buildOpenApiDocument(app, config), config);
+  serveOpenApi(app, await buildOpenApiDocument(app, config), config);
   return app;
 }
 

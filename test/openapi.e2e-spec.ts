@@ -75,8 +75,8 @@ describe('the OpenAPI document', () => {
       expect(load(yaml.text)).toEqual(generated);
     });
 
-    it('is the document the app builds, which the response contract of every suite checks answers against', () => {
-      const built = buildOpenApiDocument(
+    it('is the document the app builds, which the response contract of every suite checks answers against', async () => {
+      const built = await buildOpenApiDocument(
         testApp.app,
         testApp.app.get<AppConfig>(appConfig.KEY),
       );

@@ -379,8 +379,9 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         join(folder, 'package.json'),
         JSON.stringify({
           scripts: {
+            // it writes the plugin's metadata before the build that fails
             'openapi:generate':
-              'echo "src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name" >&2; exit 2',
+              'echo rewritten > src/metadata.ts; echo "src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name" >&2; exit 2',
           },
         }),
       );
@@ -396,6 +397,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       ]) {
         writeFileSync(join(folder, file), 'written');
       }
+      writeFileSync(join(folder, 'src/metadata.ts'), 'metadata before');
       process.chdir(folder);
     });
 
@@ -426,6 +428,9 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       expect(left('src/kept')).toBe(false);
       expect(readFileSync(join(folder, 'src/app.module.ts'), 'utf8')).toBe(
         'original',
+      );
+      expect(readFileSync(join(folder, 'src/metadata.ts'), 'utf8')).toBe(
+        'metadata before',
       );
     });
   });

@@ -13,10 +13,22 @@ function generateContract(...options: string[]) {
   );
 }
 
-describe('the contract: openapi/service.yaml and the typed client (clients/typescript)', () => {
+describe('the contract: openapi/service.yaml, the typed client (clients/typescript) and the plugin metadata they come from', () => {
   it('are generated from the current document, which breaks nothing of the last release (npm run openapi:generate)', () => {
     // exports the served document from the build, as the generator does, and compares
     const result = generateContract();
+    expect(result.error).toBeUndefined();
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  }, 120_000);
+
+  it('are built with what the Swagger plugin finds in the current sources (src/metadata.ts)', () => {
+    // SWC builds cannot run the plugin: its findings are generated and committed
+    const result = spawnSync(
+      process.execPath,
+      [join(ROOT, 'scripts', 'generate-swagger-metadata.js'), '--check'],
+      { encoding: 'utf8', timeout: 110_000 },
+    );
     expect(result.error).toBeUndefined();
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);

@@ -1,9 +1,18 @@
 // @ts-check
 'use strict';
 const { spawnSync } = require('node:child_process');
-const { readdirSync, rmdirSync, rmSync, writeFileSync } = require('node:fs');
+const {
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} = require('node:fs');
 const { dirname, join } = require('node:path');
 const { SchematicsException } = require('@angular-devkit/schematics');
+
+/** Written by openapi:generate before it builds: a failed build must not leave it changed. */
+const PLUGIN_METADATA = 'src/metadata.ts';
 
 /**
  * Runs after `resource` has written its files: regenerates the committed contract
@@ -16,6 +25,7 @@ const { SchematicsException } = require('@angular-devkit/schematics');
 function resourceContract(options) {
   return (tree, context) => {
     const root = process.cwd();
+    const metadata = readFileSync(join(root, PLUGIN_METADATA), 'utf8');
     context.logger.info('npm run openapi:generate');
     const run = spawnSync('npm', ['run', '--silent', 'openapi:generate'], {
       cwd: root,
@@ -23,7 +33,10 @@ function resourceContract(options) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     if (run.status === 0) return tree;
-    undo(root, options);
+    undo(root, {
+      ...options,
+      changed: { ...options.changed, [PLUGIN_METADATA]: metadata },
+    });
     const output = `${run.stdout}\n${run.stderr}`.trim().split('\n');
     const reason =
       output.filter((line) => /error/i.test(line))[0] ?? output.pop();

@@ -23,7 +23,11 @@ const { generateMigrations } = require('./migrations');
 const { resourceNames } = require('./names');
 
 const APP_MODULE = 'src/app.module.ts';
-const CONTRACT_FILES = ['openapi/service.yaml', 'clients/typescript/'];
+const CONTRACT_FILES = [
+  'src/metadata.ts',
+  'openapi/service.yaml',
+  'clients/typescript/',
+];
 // served by the service beside the controllers (src/openapi/openapi-document.ts)
 const RESERVED_ROUTES = ['docs', 'openapi.json'];
 
@@ -72,7 +76,7 @@ function resource(options) {
       () => {
         if (!settings.contract) return;
         context.logger.info(
-          `and then regenerate ${CONTRACT_FILES.join(' and ')} (npm run openapi:generate)`,
+          `and then regenerate ${CONTRACT_FILES.join(', ')} (npm run openapi:generate)`,
         );
         context.addTask(
           new RunSchematicTask('resource-contract', {

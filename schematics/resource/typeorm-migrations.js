@@ -20,7 +20,7 @@ const fromProject = (/** @type {string} */ id) =>
   require(require.resolve(id, { paths: [root] }));
 
 fromProject('ts-node').register({
-  transpileOnly: true,
+  swc: true,
   project: join(root, 'tsconfig.json'),
 });
 fromProject('reflect-metadata');

@@ -19,7 +19,7 @@ import type {
   SqliteConfig,
 } from '../config/database.config';
 
-/** src under ts-jest and the TypeORM CLI, dist in the built service. */
+/** src under jest and the TypeORM CLI, dist in the built service. */
 const CODE_ROOT = dirname(__dirname);
 
 /**

@@ -42,18 +42,23 @@ export class HealthController {
     private readonly availability: DatabaseAvailability,
   ) {}
 
-  /** Liveness: the process is up and serving HTTP */
   @Get('live')
-  @ApiOperation({ operationId: 'getLiveness' })
+  @ApiOperation({
+    operationId: 'getLiveness',
+    summary: 'Liveness: the process is up and serving HTTP',
+  })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'The process is live', type: HealthStatusDto })
   live(): HealthStatusDto {
     return { status: 'ok' };
   }
 
-  /** Readiness: the service can reach its database and is not shutting down */
   @Get('ready')
-  @ApiOperation({ operationId: 'getReadiness' })
+  @ApiOperation({
+    operationId: 'getReadiness',
+    summary:
+      'Readiness: the service can reach its database and is not shutting down',
+  })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'The database answers', type: HealthStatusDto })
   @ApiServiceUnavailableResponse({

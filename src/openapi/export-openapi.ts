@@ -14,7 +14,7 @@ async function exportOpenApi(targets: string[]): Promise<void> {
   process.env.LOG_LEVEL ??= 'silent';
   const app = await createApp();
   try {
-    const document = buildOpenApiDocument(
+    const document = await buildOpenApiDocument(
       app,
       app.get<AppConfig>(appConfig.KEY),
     );

@@ -12,6 +12,7 @@ import type {
   SchemaObject,
   ServerObject,
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import swaggerPluginMetadata from '../metadata';
 import { ScopeCatalogue } from '../auth/scopes';
 import { INT64_MAX, INT64_MIN } from '../common/json/int64';
 import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
@@ -262,10 +263,13 @@ way with the subscription's \`whsec_\` secret, and retried with backoff until a 
 The events and their bodies are listed under **Webhooks** below.`;
 
 /** The service's OpenAPI 3.1 document, generated from its controllers, DTOs and events. */
-export function buildOpenApiDocument(
+export async function buildOpenApiDocument(
   app: INestApplication,
   config: AppConfig,
-): OpenAPIObject {
+): Promise<OpenAPIObject> {
+  // what the Swagger CLI plugin reads from the types, which an SWC build cannot see
+  // (generated into src/metadata.ts by npm run openapi:generate)
+  await SwaggerModule.loadPluginMetadata(swaggerPluginMetadata);
   const scopes = app.get(ScopeCatalogue);
   const events = app.get(EventCatalogue);
   const document = SwaggerModule.createDocument(

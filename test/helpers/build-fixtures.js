@@ -4,22 +4,17 @@
 // a fixture's `../../../src/...` imports load what `node dist/main.js` runs. The e2e suite's
 // global setup and the contention bench call it; `node test/helpers/build-fixtures.js` too.
 const { transformFileSync } = require('@swc/core');
-const { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } = require('node:fs');
+const { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } = require('node:fs');
 const { dirname, join, relative } = require('node:path');
 
 const ROOT = join(__dirname, '..', '..');
 const FIXTURES_DIST = join(ROOT, 'dist-test');
 
-/** @type {import('@swc/core').Options} as `nest build` compiles: decorator metadata included */
+/** @type {import('@swc/core').Options} as `nest build` compiles (.swcrc) */
 const SWC_OPTIONS = {
-  module: { type: 'commonjs' },
+  ...JSON.parse(readFileSync(join(ROOT, '.swcrc'), 'utf8')),
+  $schema: undefined,
   sourceMaps: 'inline',
-  jsc: {
-    target: 'es2022',
-    parser: { syntax: 'typescript', decorators: true },
-    transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
-    keepClassNames: true,
-  },
   swcrc: false,
 };
 

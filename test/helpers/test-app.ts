@@ -149,7 +149,9 @@ export async function startTestApp(
   // built in-process rather than fetched, so that no test finds a request of its address
   // already counted; test/openapi.e2e-spec.ts checks that the served document is this one
   const document = JSON.parse(
-    openApiJson(buildOpenApiDocument(app, app.get<AppConfig>(appConfig.KEY))),
+    openApiJson(
+      await buildOpenApiDocument(app, app.get<AppConfig>(appConfig.KEY)),
+    ),
   ) as Doc;
   useResponseContract(document);
   const reader = databaseReader(
