@@ -286,8 +286,14 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         id: 42,
         name: 'North garden bed',
       });
-      expect([created.status, await created.text()]).toEqual([
-        200,
+      // 201 and where it is, as RFC 9110 has it (only the plants keep their spec's 200)
+      expect([
+        created.status,
+        created.headers.get('location'),
+        await created.text(),
+      ]).toEqual([
+        201,
+        `${service.baseUrl}/garden-beds/42`,
         '{"id":42,"name":"North garden bed"}',
       ]);
       const list = await call('GET', '/garden-beds', tokens.reader);
