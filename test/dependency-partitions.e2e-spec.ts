@@ -25,9 +25,11 @@ async function timed<T>(
   return { value, ms: performance.now() - started };
 }
 
-// Short, as an operator may set it: a pause of the test's own event loop (a collection in a
-// jest worker that has run many suites) is no outage (answerWithin in src/rate-limit/answer-within.ts).
-const REDIS_TIMEOUT_MS = 300;
+// A pause of the test's own event loop (a collection in a jest worker that has run many
+// suites) is no outage (answerWithin in src/rate-limit/answer-within.ts). A request that does
+// not wait for Redis is told from one that does by this timeout, whatever the machine's pace:
+// long enough that a busy machine's slow answer is not taken for a wait.
+const REDIS_TIMEOUT_MS = 1000;
 
 describeWithRedis('the service when Redis stops answering', () => {
   let relay: TcpRelay;
@@ -81,13 +83,13 @@ describeWithRedis('the service when Redis stops answering', () => {
         authorization,
         undefined,
       ]);
-      expect(ms).toBeLessThan(250);
+      expect(ms).toBeLessThan(REDIS_TIMEOUT_MS);
     }
     const { value: live, ms: liveMs } = await timed(() =>
       testApp.http().get('/health/live'),
     );
     expect(live.status).toBe(200);
-    expect(liveMs).toBeLessThan(250);
+    expect(liveMs).toBeLessThan(REDIS_TIMEOUT_MS);
 
     relay.resume();
     await eventually(
@@ -99,7 +101,7 @@ describeWithRedis('the service when Redis stops answering', () => {
     expect(stateLines('Redis')).toEqual([
       {
         level: 40,
-        msg: 'Redis does not answer (no answer within 300 ms): rate limits are not applied until it does',
+        msg: `Redis does not answer (no answer within ${REDIS_TIMEOUT_MS} ms): rate limits are not applied until it does`,
       },
       { level: 30, msg: 'Redis answers again: rate limits apply' },
     ]);
@@ -159,7 +161,8 @@ describeWithPostgres('the service when PostgreSQL is away', () => {
           testApp.http().get('/health/live'),
         );
         expect(live.status).toBe(200);
-        expect(liveMs).toBeLessThan(250);
+        // no wait for the database (a connection timeout is 1 s)
+        expect(liveMs).toBeLessThan(1000);
         const { value: ready, ms: readyMs } = await timed(() =>
           testApp.http().get('/health/ready'),
         );

@@ -113,7 +113,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       ),
     ]);
     expect(dryRun.stdout).toContain(
-      'regenerate openapi/service.yaml and clients/typescript/',
+      'regenerate src/metadata.ts, openapi/service.yaml, clients/typescript/',
     );
     expect(existsSync(join(copy, 'src/garden-beds'))).toBe(false);
     expect(readFileSync(join(copy, 'src/app.module.ts'), 'utf8')).toBe(
