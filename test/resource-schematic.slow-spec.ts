@@ -244,8 +244,42 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     });
   });
 
-  it('makes the service choose UUIDs with --id uuid', async () => {
-    const tree = await run({ id: 'uuid' });
+  it("names a resource's scopes after the module folder given as its path, declared by its first resource and shared by the next", async () => {
+    const first = await run({ path: 'fixture-greenhouse' });
+    const firstDir = 'src/fixture-greenhouse/fixture-seed-trays';
+    expect(
+      first.readContent(`${firstDir}/fixture-seed-trays.controller.ts`),
+    ).toContain("@RequireScopes('fixture-greenhouse:read')");
+    expect(
+      first.readContent(`${firstDir}/fixture-seed-tray.scopes.ts`),
+    ).toContain(
+      "'fixture-greenhouse:write': {\n    description: 'add and delete fixture greenhouse',",
+    );
+    const second = await run(
+      { name: 'fixture-pots', path: 'fixture-greenhouse' },
+      first,
+    );
+    const secondDir = 'src/fixture-greenhouse/fixture-pots';
+    expect(second.exists(`${secondDir}/fixture-pot.scopes.ts`)).toBe(false);
+    expect(
+      second.readContent(`${secondDir}/fixture-pots.module.ts`),
+    ).not.toContain('ScopesModule');
+    expect(
+      second.readContent(`${secondDir}/fixture-pots.controller.ts`),
+    ).toContain("@RequireScopes('fixture-greenhouse:write')");
+    expect(second.readContent('test/fixture-pots.e2e-spec.ts')).toContain(
+      "scopes: ['fixture-greenhouse:read']",
+    );
+  });
+
+  it.each([
+    ['--id uuid', () => run({ id: 'uuid' })],
+    [
+      'nest g uuid-resource',
+      () => runner.runSchematic('uuid-resource', options(), projectTree()),
+    ],
+  ])('makes the service choose UUIDs with %s', async (_, generate) => {
+    const tree = await generate();
     expect(
       tree.readContent('src/fixture-seed-trays/fixture-seed-tray.entity.ts'),
     ).toContain("@PrimaryColumn({ type: 'uuid' })\n  id!: string;");

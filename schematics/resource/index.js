@@ -46,8 +46,13 @@ function refuse(message) {
  */
 function resource(options) {
   return async (tree, context) => {
-    const settings = settingsOf(options);
+    const settings = {
+      ...settingsOf(options),
+      declaresScopes: true,
+    };
     refuseCollisions(tree, settings);
+    // the module's scopes are declared once, by whichever of its resources came first
+    settings.declaresScopes = !scopesDeclared(tree, settings.scope);
     const appModule = tree.read(APP_MODULE)?.toString();
     if (appModule === undefined) {
       throw refuse(
@@ -134,6 +139,14 @@ function settingsOf(options) {
     throw refuse(`the path must be a folder under src, got ${options.path}`);
   }
   const moduleDir = options.flat ? parent : join(parent, names.name);
+  // a resource in a module's folder (`nest g resource greenhouses inventory`) is guarded by
+  // that module's scopes, inventory:read and inventory:write, not by scopes of its route's
+  const scope = parent === 'src' ? names.name : parent.split('/')[1];
+  if (!/^[a-z][a-z0-9-]*$/.test(scope)) {
+    throw refuse(
+      `the module folder ${scope} cannot name scopes (${scope}:read): use a lowercase kebab-case folder under src`,
+    );
+  }
   const specSuffix = options.specFileSuffix ?? 'spec';
   if (specSuffix !== 'spec') {
     throw refuse(
@@ -154,6 +167,8 @@ function settingsOf(options) {
     idParamFile: id === 'int64' ? 'int64.decorators' : 'uuid-param.decorator',
     spec: options.spec !== false,
     moduleDir,
+    scope,
+    scopeWords: scope.replaceAll('-', ' '),
     // the relative imports of the module folder and of its dto folder start with these
     toSrc: relative(absolute(moduleDir), normalize('/src')) || '.',
     dtoToSrc: relative(join(absolute(moduleDir), 'dto'), normalize('/src')),
@@ -237,10 +252,27 @@ function refuseCollisions(tree, settings) {
   }
 }
 
-/** One folder of templates, rendered, without the unit spec under --no-spec. */
+/** Whether a module declares `<scope>:read` already (in a `*.scopes.ts` file under src). */
+function scopesDeclared(tree, scope) {
+  let declared = false;
+  tree.getDir('src').visit((path) => {
+    if (!path.endsWith('.scopes.ts')) return;
+    if (tree.read(path).toString().includes(`'${scope}:read'`)) declared = true;
+  });
+  return declared;
+}
+
+/**
+ * One folder of templates, rendered, without the unit spec under --no-spec, and without the
+ * scopes file when the module's scopes are declared already.
+ */
 function renderedFiles(settings, folder, destination) {
   return apply(url(`./files/${folder}`), [
     filter((path) => settings.spec || !path.endsWith('.spec.ts.template')),
+    filter(
+      (path) =>
+        settings.declaresScopes || !path.endsWith('.scopes.ts.template'),
+    ),
     applyTemplates({ ...settings }),
     move(normalize(destination)),
   ]);
@@ -311,4 +343,14 @@ function formatted(paths) {
   };
 }
 
-module.exports = { resource };
+/**
+ * `nest g uuid-resource <name>`: `resource --id uuid`. The Nest CLI passes `nest g` only the
+ * options it knows, and refuses `--id`; a schematic of its own is what it can pass.
+ *
+ * @param {Record<string, any>} options
+ */
+function uuidResource(options) {
+  return resource({ ...options, id: 'uuid' });
+}
+
+module.exports = { resource, uuidResource };
