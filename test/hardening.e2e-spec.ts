@@ -6,6 +6,7 @@ import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
 import { eventually } from './helpers/webhook-receiver';
 import { fixedSecurityHeaders } from '../src/http/security-headers';
+import { paceOf } from './helpers/pace';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */
 function slowClient(port: number, send: (socket: Socket) => void) {
@@ -134,7 +135,12 @@ describe('hardening', () => {
   });
 
   describe('slow and broken clients', () => {
+    // a margin of 20 requests at this machine's pace, over each timeout's own
+    const paceNow = () =>
+      paceOf(() => fetch(`http://127.0.0.1:${port}/health/live`));
+
     it('closes a connection whose headers arrive a byte at a time, past HEADERS_TIMEOUT', async () => {
+      const pace = await paceNow();
       const { received, closedAfterMs } = await slowClient(port, (socket) =>
         dribble(
           socket,
@@ -142,7 +148,7 @@ describe('hardening', () => {
           50,
         ),
       );
-      expect(closedAfterMs).toBeLessThan(4000);
+      expect(closedAfterMs).toBeLessThan(4000 + 20 * pace);
       expect(received).toMatch(/^HTTP\/1\.1 408 /);
       expect(received).toContain(
         '{"error":408,"message":"the request did not arrive in time"}',
@@ -151,13 +157,14 @@ describe('hardening', () => {
 
     it('closes a connection whose body arrives a byte at a time, past REQUEST_TIMEOUT', async () => {
       const body = JSON.stringify({ id: 1, name: 'x'.repeat(400) });
+      const pace = await paceNow();
       const { received, closedAfterMs } = await slowClient(port, (socket) => {
         socket.write(
           `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
         );
         dribble(socket, body, 20);
       });
-      expect(closedAfterMs).toBeLessThan(5000);
+      expect(closedAfterMs).toBeLessThan(5000 + 20 * pace);
       expect(received).toMatch(/^HTTP\/1\.1 408 /);
       expect(received).toContain(
         '{"error":408,"message":"the request did not arrive in time"}',
