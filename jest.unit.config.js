@@ -1,17 +1,13 @@
 // @ts-check
 // The unit tests, beside the code they test: a project of jest.config.js, and the suite that
 // mutation testing (stryker.config.mjs) runs on its own.
-const { readFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { SWC_OPTIONS } = require('./test/helpers/swc-options');
 
 /**
  * TypeScript compiled as `nest build` compiles it, by SWC with the options of .swcrc: no type
  * checking (npm run lint does that), so a test file starts in milliseconds, not seconds.
  */
-const swcrc = JSON.parse(readFileSync(join(__dirname, '.swcrc'), 'utf8'));
-const transform = {
-  '^.+\\.ts$': ['@swc/jest', { ...swcrc, $schema: undefined, sourceMaps: 'inline', swcrc: false }],
-};
+const transform = { '^.+\\.ts$': ['@swc/jest', SWC_OPTIONS] };
 
 /** @type {import('jest').Config} */
 module.exports = {

@@ -10,7 +10,7 @@
 // `--releases <folder>` reads the releases from another folder (the tests use it).
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -120,28 +120,14 @@ const files = {
 const check = process.argv.includes('--check');
 let failed = false;
 const release = lastRelease();
-const { breakingChanges } = createRequire(import.meta.url)('./breaking-changes.js');
+const require = createRequire(import.meta.url);
+const { breakingChanges } = require('./breaking-changes.js');
+const { writeGeneratedFiles } = require('./generated-files.js');
 const breaks = breakingChanges(release.file, exportedYaml);
 rmSync(folder, { recursive: true, force: true });
 for (const change of breaks) {
   console.error(`breaks clients of ${release.version}: ${change}`);
   failed = true;
 }
-for (const [name, text] of Object.entries(files)) {
-  const target = new URL(name, root);
-  let current = '';
-  try {
-    current = readFileSync(target, 'utf8');
-  } catch {
-    // not written yet
-  }
-  if (current === text) continue;
-  if (check) {
-    console.error(`${name} is out of date: run npm run openapi:generate`);
-    failed = true;
-  } else {
-    writeFileSync(target, text);
-    console.log(`wrote ${name}`);
-  }
-}
+if (!writeGeneratedFiles(fileURLToPath(root), files, check)) failed = true;
 process.exitCode = failed ? 1 : 0;

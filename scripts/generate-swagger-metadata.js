@@ -5,10 +5,11 @@
 // so the plugin's findings are generated here from one TypeScript program, committed, and
 // loaded by buildOpenApiDocument. `npm run openapi:generate` runs it first; with `--check` it
 // writes nothing and fails while the committed file is out of date (the contract e2e suite).
-// A type error fails it too: the program it reads must be sound.
+// A type error fails a generation too: the program it reads must be sound.
 const { PluginMetadataGenerator } = require('@nestjs/cli/lib/compiler/plugins/plugin-metadata-generator');
 const { ReadonlyVisitor } = require('@nestjs/swagger/plugin');
 const { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
+const { writeGeneratedFiles } = require('./generated-files');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const ts = require('typescript');
@@ -17,13 +18,12 @@ const nestCli = require('../nest-cli.json');
 const ROOT = join(__dirname, '..');
 const TARGET = join(ROOT, 'src', 'metadata.ts');
 
-/** The TypeScript program of the build (tsconfig.build.json), and its type errors. */
+/** The TypeScript program of the build (tsconfig.build.json). */
 function buildProgram() {
   const configFile = join(ROOT, 'tsconfig.build.json');
   const { config } = ts.readConfigFile(configFile, ts.sys.readFile);
   const parsed = ts.parseJsonConfigFileContent(config, ts.sys, ROOT, { noEmit: true, incremental: false }, configFile);
-  const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options });
-  return { program, diagnostics: ts.getPreEmitDiagnostics(program) };
+  return ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options });
 }
 
 /** The text of src/metadata.ts for the sources as they are now, formatted as the repository's. */
@@ -55,7 +55,10 @@ async function main() {
   const check = process.argv.includes('--check');
   // the sources import it: without it, the program would not compile
   if (!check && !existsSync(TARGET)) writeFileSync(TARGET, 'export default async () => ({});\n');
-  const { program, diagnostics } = buildProgram();
+  const program = buildProgram();
+  // a type error fails a generation, so that the generator undoes its write; a check leaves
+  // types to npm run typecheck, which CI runs
+  const diagnostics = check ? [] : ts.getPreEmitDiagnostics(program);
   if (diagnostics.length > 0) {
     console.error(
       ts.formatDiagnostics(diagnostics, {
@@ -68,20 +71,7 @@ async function main() {
     return;
   }
   const text = await metadataText(program);
-  let current = '';
-  try {
-    current = readFileSync(TARGET, 'utf8');
-  } catch {
-    // not written yet
-  }
-  if (current === text) return;
-  if (check) {
-    console.error('src/metadata.ts is out of date: run npm run openapi:generate');
-    process.exitCode = 1;
-  } else {
-    writeFileSync(TARGET, text);
-    console.log('wrote src/metadata.ts');
-  }
+  if (!writeGeneratedFiles(ROOT, { 'src/metadata.ts': text }, check)) process.exitCode = 1;
 }
 
 main().catch((error) => {

@@ -46,13 +46,13 @@ function refuse(message) {
  */
 function resource(options) {
   return async (tree, context) => {
+    const checked = settingsOf(options);
+    refuseCollisions(tree, checked);
     const settings = {
-      ...settingsOf(options),
-      declaresScopes: true,
+      ...checked,
+      // the module's scopes are declared once, by whichever of its resources came first
+      declaresScopes: !scopesDeclared(tree, checked.scope),
     };
-    refuseCollisions(tree, settings);
-    // the module's scopes are declared once, by whichever of its resources came first
-    settings.declaresScopes = !scopesDeclared(tree, settings.scope);
     const appModule = tree.read(APP_MODULE)?.toString();
     if (appModule === undefined) {
       throw refuse(

@@ -262,14 +262,21 @@ ${codeList(events.types)}. Each event is POSTed to it, signed the Standard Webho
 way with the subscription's \`whsec_\` secret, and retried with backoff until a 2xx answer.
 The events and their bodies are listed under **Webhooks** below.`;
 
+/**
+ * What the Swagger CLI plugin reads from the types, which an SWC build cannot see (generated
+ * into src/metadata.ts by npm run openapi:generate): applied to the classes once a process.
+ */
+let pluginMetadataLoaded: Promise<void> | undefined;
+
 /** The service's OpenAPI 3.1 document, generated from its controllers, DTOs and events. */
 export async function buildOpenApiDocument(
   app: INestApplication,
   config: AppConfig,
 ): Promise<OpenAPIObject> {
-  // what the Swagger CLI plugin reads from the types, which an SWC build cannot see
-  // (generated into src/metadata.ts by npm run openapi:generate)
-  await SwaggerModule.loadPluginMetadata(swaggerPluginMetadata);
+  pluginMetadataLoaded ??= SwaggerModule.loadPluginMetadata(
+    swaggerPluginMetadata,
+  );
+  await pluginMetadataLoaded;
   const scopes = app.get(ScopeCatalogue);
   const events = app.get(EventCatalogue);
   const document = SwaggerModule.createDocument(

@@ -4,19 +4,12 @@
 // a fixture's `../../../src/...` imports load what `node dist/main.js` runs. The e2e suite's
 // global setup and the contention bench call it; `node test/helpers/build-fixtures.js` too.
 const { transformFileSync } = require('@swc/core');
-const { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } = require('node:fs');
+const { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } = require('node:fs');
 const { dirname, join, relative } = require('node:path');
+const { SWC_OPTIONS } = require('./swc-options');
 
 const ROOT = join(__dirname, '..', '..');
 const FIXTURES_DIST = join(ROOT, 'dist-test');
-
-/** @type {import('@swc/core').Options} as `nest build` compiles (.swcrc) */
-const SWC_OPTIONS = {
-  ...JSON.parse(readFileSync(join(ROOT, '.swcrc'), 'utf8')),
-  $schema: undefined,
-  sourceMaps: 'inline',
-  swcrc: false,
-};
 
 /** The main file of the fixture `name` (test/fixtures/<name>/main.ts), once built. */
 function fixtureMain(name) {
