@@ -16,8 +16,8 @@ import {
   type ServiceProcess,
 } from './helpers/service-process';
 
-// `nest g resource garden-beds` (and a module with UUIDs beside it) in a copy of the
-// repository, then everything a developer runs
+// `nest g resource garden-beds` (and a module with UUIDs beside it, then a second entity and
+// an action in garden-beds) in a copy of the repository, then everything a developer runs
 // before committing, on the generated code with no hand edit: lint, format, build, the
 // contract check, the module's own e2e spec on both engines, and the built service over HTTP
 // (jest.slow.config.js, `npm run test:slow`; CI runs it).
@@ -156,6 +156,47 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     ).toContain("@PrimaryColumn({ type: 'uuid' })");
   });
 
+  it('adds a second entity, with its routes, to the garden-beds module with nest g entity', () => {
+    const module = 'src/garden-beds/garden-beds.module.ts';
+    const before = readFileSync(join(copy, module), 'utf8');
+    const generated = passes(
+      run('npx', 'nest', 'g', 'entity', 'soil-tests', 'garden-beds'),
+    );
+    expect(generated.stderr).toBe('');
+    expect(filesUnder('src/garden-beds')).toEqual(
+      expect.arrayContaining([
+        'src/garden-beds/soil-test.entity.ts',
+        'src/garden-beds/soil-tests.controller.ts',
+        'src/garden-beds/soil-tests.service.ts',
+      ]),
+    );
+    // no module of its own: the one there gains it
+    expect(existsSync(join(copy, 'src/garden-beds/soil-tests.module.ts'))).toBe(
+      false,
+    );
+    const after = readFileSync(join(copy, module), 'utf8');
+    expect(after).not.toBe(before);
+    expect(after).toContain('TypeOrmModule.forFeature([GardenBed, SoilTest])');
+    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
+      '  /soil-tests/{id}:',
+    );
+  });
+
+  it('adds an action, POST /plantings with its rule in one transaction, with nest g action', () => {
+    passes(run('npx', 'nest', 'g', 'action', 'plantings', 'garden-beds'));
+    expect(
+      readFileSync(join(copy, 'src/garden-beds/plantings.service.ts'), 'utf8'),
+    ).toContain('  @Transactional()\n  async make(');
+    expect(
+      readFileSync(join(copy, 'src/garden-beds/garden-beds.module.ts'), 'utf8'),
+    ).toContain(
+      'providers: [GardenBedsService, SoilTestsService, PlantingsService]',
+    );
+    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
+      '  /plantings:',
+    );
+  });
+
   it('refuses a second run in one line, exits non-zero, and changes nothing', () => {
     const before = filesUnder('src');
     const again = run(
@@ -204,7 +245,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
   });
 
-  it("passes the modules' own e2e specs on SQLite and on PostgreSQL", () => {
+  it("passes the modules' own e2e specs on SQLite and on PostgreSQL, the entity's and the action's with them", () => {
     const e2e = passes(
       run(
         'npx',
@@ -215,10 +256,17 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         '--',
         'test/garden-beds.e2e-spec.ts',
         'test/seed-trays.e2e-spec.ts',
+        'test/soil-tests.e2e-spec.ts',
+        'test/plantings.e2e-spec.ts',
       ),
     );
     for (const project of ['e2e', 'e2e-postgres']) {
-      for (const name of ['garden-beds', 'seed-trays']) {
+      for (const name of [
+        'garden-beds',
+        'seed-trays',
+        'soil-tests',
+        'plantings',
+      ]) {
         expect(e2e.stderr).toContain(
           `PASS ${project} test/${name}.e2e-spec.ts`,
         );
@@ -311,12 +359,40 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       );
     });
 
+    it("serves the module's second entity and its action with the module's tokens", async () => {
+      const added = await call('POST', '/soil-tests', tokens.writer, {
+        id: 7,
+        name: 'Spring soil test',
+      });
+      expect(added.status).toBe(201);
+      expect((await call('GET', '/soil-tests/7', tokens.reader)).status).toBe(
+        200,
+      );
+      const made = await call('POST', '/plantings', tokens.writer, {
+        reference: 'spring-2026',
+      });
+      expect(made.status).toBe(200);
+      expect(await made.json()).toMatchObject({ reference: 'spring-2026' });
+      const again = await call('POST', '/plantings', tokens.writer, {
+        reference: 'spring-2026',
+      });
+      expect([again.status, await again.json()]).toEqual([
+        409,
+        {
+          error: 409,
+          message: 'a planting with reference "spring-2026" was made already',
+        },
+      ]);
+    });
+
     it('refuses a plants:read token on every route of the new module with 403', async () => {
       for (const [method, path, body] of [
         ['GET', '/garden-beds'],
         ['POST', '/garden-beds', { id: 1, name: 'x' }],
         ['GET', '/garden-beds/1'],
         ['DELETE', '/garden-beds/1'],
+        ['GET', '/soil-tests'],
+        ['POST', '/plantings', { reference: 'x' }],
       ] as const) {
         const response = await call(method, path, tokens.plantsReader, body);
         expect([method, path, response.status]).toEqual([method, path, 403]);

@@ -403,6 +403,230 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     });
   });
 
+  describe('nest g entity and nest g action, into the module fixture-seed-trays', () => {
+    const folder = 'src/fixture-seed-trays';
+    const moduleFile = `${folder}/fixture-seed-trays.module.ts`;
+    /** The tree after `nest g resource fixture-seed-trays`, and what it held then. */
+    const generatedModule = async () => {
+      const tree = await run();
+      const before = new Map(
+        tree.files.map((file) => [file, tree.readContent(file)]),
+      );
+      return { tree, before };
+    };
+    const into = (schematic: string, name: string, tree: UnitTestTree) =>
+      runner.runSchematic(
+        schematic,
+        options({ name, path: 'fixture-seed-trays' }),
+        tree,
+      );
+    const newFiles = (tree: UnitTestTree, before: Map<string, string>) =>
+      tree.files.filter((file) => !before.has(file)).sort();
+    const changedFiles = (tree: UnitTestTree, before: Map<string, string>) =>
+      [...before]
+        .filter(([file, content]) => tree.readContent(file) !== content)
+        .map(([file]) => file);
+    const newLines = (after: string, before: string) => {
+      const original = before.split('\n');
+      return after.split('\n').filter((line) => !original.includes(line));
+    };
+
+    it("writes a second entity's files into the module's folder, and changes only the module file", async () => {
+      const { tree: base, before } = await generatedModule();
+      const moduleBefore = base.readContent(moduleFile);
+      const tree = await into('entity', 'fixture-soil-tests', base);
+      expect(newFiles(tree, before)).toEqual(
+        [
+          'dto/create-fixture-soil-test.dto.ts',
+          'dto/fixture-soil-test.dto.ts',
+          'dto/list-fixture-soil-tests-query.dto.ts',
+          'fixture-soil-test.entity.ts',
+          'fixture-soil-test.events.ts',
+          'fixture-soil-tests.controller.ts',
+          'fixture-soil-tests.service.spec.ts',
+          'fixture-soil-tests.service.ts',
+          `migrations/postgres/${TIMESTAMP}-AddFixtureSoilTests.ts`,
+          `migrations/sqlite/${TIMESTAMP}-AddFixtureSoilTests.ts`,
+        ]
+          .map((file) => `/${folder}/${file}`)
+          .concat('/test/fixture-soil-tests.e2e-spec.ts')
+          .sort(),
+      );
+      expect(changedFiles(tree, before)).toEqual([`/${moduleFile}`]);
+      expect(newLines(tree.readContent(moduleFile), moduleBefore)).toEqual([
+        "import { FixtureSoilTest } from './fixture-soil-test.entity';",
+        "import { FIXTURE_SOIL_TEST_ADDED } from './fixture-soil-test.events';",
+        "import { FixtureSoilTestsController } from './fixture-soil-tests.controller';",
+        "import { FixtureSoilTestsService } from './fixture-soil-tests.service';",
+        '    TypeOrmModule.forFeature([FixtureSeedTray, FixtureSoilTest]),',
+        '    EventsModule.forFeature([FIXTURE_SEED_TRAY_ADDED, FIXTURE_SOIL_TEST_ADDED]),',
+        '  controllers: [FixtureSeedTraysController, FixtureSoilTestsController],',
+        '  providers: [FixtureSeedTraysService, FixtureSoilTestsService],',
+      ]);
+      // guarded by the module's scopes, which it shares
+      expect(
+        tree.readContent(`${folder}/fixture-soil-tests.controller.ts`),
+      ).toContain("@RequireScopes('fixture-seed-trays:write')");
+      const [{ options: task }] = runner.tasks as {
+        name: string;
+        options: {
+          name: string;
+          options: { created: string[]; changed: Record<string, string> };
+        };
+      }[];
+      expect(task.options.created.sort()).toEqual(
+        newFiles(tree, before).map((file) => file.slice(1)),
+      );
+      expect(task.options.changed).toEqual({ [moduleFile]: moduleBefore });
+    });
+
+    it('writes an action: POST, its rule in one @Transactional() method, the record it keeps, its event and e2e spec', async () => {
+      const { tree: base, before } = await generatedModule();
+      const moduleBefore = base.readContent(moduleFile);
+      const tree = await into('action', 'fixture-transfers', base);
+      expect(newFiles(tree, before)).toEqual(
+        [
+          'dto/fixture-transfer.dto.ts',
+          'dto/new-fixture-transfer.dto.ts',
+          'fixture-transfer.entity.ts',
+          'fixture-transfer.events.ts',
+          'fixture-transfers.controller.ts',
+          'fixture-transfers.service.ts',
+          `migrations/postgres/${TIMESTAMP}-AddFixtureTransfers.ts`,
+          `migrations/sqlite/${TIMESTAMP}-AddFixtureTransfers.ts`,
+        ]
+          .map((file) => `/${folder}/${file}`)
+          .concat('/test/fixture-transfers.e2e-spec.ts')
+          .sort(),
+      );
+      expect(changedFiles(tree, before)).toEqual([`/${moduleFile}`]);
+      expect(newLines(tree.readContent(moduleFile), moduleBefore)).toContain(
+        '    EventsModule.forFeature([FIXTURE_SEED_TRAY_ADDED, FIXTURE_TRANSFER_MADE]),',
+      );
+      const controller = tree.readContent(
+        `${folder}/fixture-transfers.controller.ts`,
+      );
+      expect(controller).toContain(
+        "@Post()\n  @HttpCode(HttpStatus.OK)\n  @RequireScopes('fixture-seed-trays:write')",
+      );
+      expect(controller).not.toMatch(/@(Get|Delete)\(/);
+      const service = tree.readContent(
+        `${folder}/fixture-transfers.service.ts`,
+      );
+      expect(service).toContain(
+        '  @Transactional()\n  async make({ reference }: NewFixtureTransferDto): Promise<FixtureTransfer> {\n    if (await this.fixtureTransfers.existsBy({ reference })) {\n      throw new ConflictException(',
+      );
+      expect(service).toContain(
+        'await this.events.publish(FIXTURE_TRANSFER_MADE, { ...fixtureTransfer });',
+      );
+      expect(
+        tree.readContent(`${folder}/fixture-transfer.events.ts`),
+      ).toContain("type: 'fixture-transfer.made',");
+      expect(
+        tree.readContent(
+          `${folder}/migrations/postgres/${TIMESTAMP}-AddFixtureTransfers.ts`,
+        ),
+      ).toMatch(
+        /CREATE TABLE "fixture_transfers" \("id" uuid NOT NULL, "reference" text NOT NULL[\s\S]*CREATE INDEX "\w+" ON "fixture_transfers"\s+\("reference"\)/,
+      );
+      expect(tree.readContent('test/fixture-transfers.e2e-spec.ts')).toContain(
+        '20 requests race for one reference',
+      );
+    });
+
+    it("declares the module's scopes with the entity when the module has none, and registers them", async () => {
+      const tree = projectTree();
+      tree.create(
+        'src/fixture-bare/fixture-bare.module.ts',
+        "import { Module } from '@nestjs/common';\n\n@Module({})\nexport class FixtureBareModule {}\n",
+      );
+      const result = await runner.runSchematic(
+        'entity',
+        options({ name: 'fixture-soil-tests', path: 'fixture-bare' }),
+        tree,
+      );
+      expect(
+        result.exists('src/fixture-bare/fixture-soil-test.scopes.ts'),
+      ).toBe(true);
+      expect(
+        result.readContent('src/fixture-bare/fixture-bare.module.ts'),
+      ).toBe(
+        [
+          "import { Module } from '@nestjs/common';",
+          "import { TypeOrmModule } from '@nestjs/typeorm';",
+          "import { EventsModule } from '../events/events.module';",
+          "import { ScopesModule } from '../auth/scopes.module';",
+          "import { FIXTURE_SOIL_TEST_SCOPES } from './fixture-soil-test.scopes';",
+          "import { FixtureSoilTest } from './fixture-soil-test.entity';",
+          "import { FIXTURE_SOIL_TEST_ADDED } from './fixture-soil-test.events';",
+          "import { FixtureSoilTestsController } from './fixture-soil-tests.controller';",
+          "import { FixtureSoilTestsService } from './fixture-soil-tests.service';",
+          '',
+          '@Module({',
+          '  imports: [',
+          '    TypeOrmModule.forFeature([FixtureSoilTest]),',
+          '    ScopesModule.forFeature(FIXTURE_SOIL_TEST_SCOPES),',
+          '    EventsModule.forFeature([FIXTURE_SOIL_TEST_ADDED]),',
+          '  ],',
+          '  controllers: [FixtureSoilTestsController],',
+          '  providers: [FixtureSoilTestsService],',
+          '})',
+          'export class FixtureBareModule {}',
+          '',
+        ].join('\n'),
+      );
+    });
+
+    it.each([
+      [
+        'entity',
+        { name: 'fixture-soil-tests', path: undefined },
+        'nest g entity adds to an existing module: name its folder under src (nest g entity fixture-soil-tests inventory), or make a module with nest g resource fixture-soil-tests',
+      ],
+      [
+        'action',
+        { name: 'fixture-transfers', path: 'fixture-nowhere' },
+        'src/fixture-nowhere has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource',
+      ],
+      ['entity', { name: 'docs' }, 'the route /docs is taken'],
+      [
+        'action',
+        { name: 'fixture-seed-trays' },
+        'test/fixture-seed-trays.e2e-spec.ts already exists',
+      ],
+      [
+        'action',
+        { name: 'fixture-transfers', path: 'webhooks' },
+        'src/webhooks has 2 module files (webhook-subscriptions.module.ts, webhooks.module.ts): name the folder of one of them',
+      ],
+      [
+        'action',
+        { name: 'fixture-transfers', path: 'fixture-shared' },
+        'src/fixture-shared/fixture-shared.module.ts: the imports of its @Module() is not an array written there, so the generator cannot add to it; add the new parts by hand',
+      ],
+    ])(
+      'refuses nest g %s %j in one line, before writing anything',
+      async (schematic, extra, message) => {
+        const tree = await run();
+        tree.create(
+          'src/fixture-shared/fixture-shared.module.ts',
+          "import { Module } from '@nestjs/common';\nimport { COMMON_IMPORTS } from './common-imports';\n\n@Module({ imports: COMMON_IMPORTS })\nexport class FixtureSharedModule {}\n",
+        );
+        const files = [...tree.files];
+        const contents = files.map((file) => tree.readContent(file));
+        await expect(
+          runner.runSchematic(
+            schematic,
+            options({ path: 'fixture-seed-trays', ...extra }),
+            tree,
+          ),
+        ).rejects.toThrow(message);
+        expect(tree.files).toEqual(files);
+        expect(files.map((file) => tree.readContent(file))).toEqual(contents);
+      },
+    );
+  });
+
   describe('resource-contract, when regenerating the contract fails', () => {
     let folder: string;
     const cwd = process.cwd();

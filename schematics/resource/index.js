@@ -20,6 +20,7 @@ const { lastValueFrom } = require('rxjs');
 const { load } = require('js-yaml');
 const { formatSources } = require('./format');
 const { generateMigrations } = require('./migrations');
+const { registerInModule } = require('./module-file');
 const { resourceNames } = require('./names');
 
 const APP_MODULE = 'src/app.module.ts';
@@ -37,6 +38,38 @@ function refuse(message) {
 }
 
 /**
+ * What each command of the collection writes, and where it registers it:
+ * - `resource`: a module of its own, imported by AppModule;
+ * - `entity`: a second entity with its routes in an existing module, registered in that
+ *   module's class;
+ * - `action`: a non-CRUD command (`POST /transfers`) in an existing module, its rule in one
+ *   `@Transactional()` method, registered likewise.
+ */
+const KINDS = {
+  resource: {
+    command: 'resource',
+    templates: 'module',
+    tests: 'test',
+    intoModule: false,
+    event: 'added',
+  },
+  entity: {
+    command: 'entity',
+    templates: 'module',
+    tests: 'test',
+    intoModule: true,
+    event: 'added',
+  },
+  action: {
+    command: 'action',
+    templates: 'action',
+    tests: 'action-test',
+    intoModule: true,
+    event: 'made',
+  },
+};
+
+/**
  * `nest g resource <name>`: a module of the plant store that follows every convention of
  * docs/adding-a-module.md. Everything is checked, and the migrations generated, before the
  * tree is touched; the contract is regenerated from the written code afterwards
@@ -45,29 +78,76 @@ function refuse(message) {
  * @param {Record<string, any>} options
  */
 function resource(options) {
+  return generate(options, KINDS.resource);
+}
+
+/**
+ * `nest g entity <name> <module folder>`: a second entity in an existing module, with the
+ * same routes, migrations, event and tests as a resource's, registered in the module's own
+ * class and guarded by its scopes.
+ *
+ * @param {Record<string, any>} options
+ */
+function entity(options) {
+  return generate(options, KINDS.entity);
+}
+
+/**
+ * `nest g action <name> <module folder>`: `POST /<name>` in an existing module, a command
+ * whose rule reads, checks and writes in one `@Transactional()` method, with the record it
+ * keeps, its migrations, its event and its e2e spec.
+ *
+ * @param {Record<string, any>} options
+ */
+function action(options) {
+  return generate(options, KINDS.action);
+}
+
+function generate(options, kind) {
   return async (tree, context) => {
-    const checked = settingsOf(options);
-    refuseCollisions(tree, checked);
+    const checked = settingsOf(options, kind);
+    const registrar = kind.intoModule
+      ? moduleFileOf(tree, checked)
+      : APP_MODULE;
+    const registrarSource = tree.read(registrar)?.toString();
+    if (registrarSource === undefined) {
+      throw refuse(
+        `${APP_MODULE} is missing: run the generator at the project's root`,
+      );
+    }
+    refuseCollisions(tree, checked, kind);
     const settings = {
       ...checked,
       // the module's scopes are declared once, by whichever of its resources came first
       declaresScopes: !scopesDeclared(tree, checked.scope),
     };
-    const appModule = tree.read(APP_MODULE)?.toString();
-    if (appModule === undefined) {
-      throw refuse(
-        `${APP_MODULE} is missing: run the generator at the project's root`,
-      );
-    }
-    const moduleFiles = renderedFiles(settings, 'module', settings.moduleDir);
-    const testFiles = renderedFiles(settings, 'test', 'test');
+    const moduleFiles = renderedFiles(
+      settings,
+      kind.templates,
+      settings.moduleDir,
+      kind,
+    );
+    const testFiles = renderedFiles(settings, kind.tests, 'test', kind);
     const staged = await lastValueFrom(callSource(moduleFiles, context));
+    const stagedTests = settings.spec
+      ? filesOf(await lastValueFrom(callSource(testFiles, context)))
+      : [];
+    if (kind.intoModule) {
+      for (const path of [...filesOf(staged), ...stagedTests]) {
+        if (tree.exists(path)) {
+          throw refuse(
+            `${path.replace(/^\//, '')} already exists: choose another name`,
+          );
+        }
+      }
+    }
+    const registered = kind.intoModule
+      ? withPartsRegistered(registrarSource, registrar, settings, kind)
+      : withModuleImported(registrarSource, settings);
     const migrations = await migrationsOf(staged, settings);
     const created = [
       ...filesOf(staged),
-      ...(settings.spec
-        ? filesOf(await lastValueFrom(callSource(testFiles, context)))
-        : []),
+      ...stagedTests,
       ...migrations.map(([path]) => path),
     ].map((path) => path.replace(/^\//, ''));
     return chain([
@@ -75,9 +155,9 @@ function resource(options) {
       settings.spec ? mergeWith(testFiles, MergeStrategy.Error) : noop(),
       (written) => {
         for (const [path, source] of migrations) written.create(path, source);
-        written.overwrite(APP_MODULE, withModuleImported(appModule, settings));
+        written.overwrite(registrar, registered);
       },
-      formatted([...created, APP_MODULE]),
+      formatted([...created, registrar]),
       () => {
         if (!settings.contract) return;
         context.logger.info(
@@ -86,7 +166,7 @@ function resource(options) {
         context.addTask(
           new RunSchematicTask('resource-contract', {
             created,
-            changed: { [APP_MODULE]: appModule },
+            changed: { [registrar]: registrarSource },
           }),
         );
       },
@@ -97,7 +177,7 @@ function resource(options) {
 const absolute = (path) => normalize(`/${path}`);
 
 /** The options, checked, with every name and path the templates need. */
-function settingsOf(options) {
+function settingsOf(options, kind) {
   for (const [option, supported, why] of [
     [
       'type',
@@ -138,7 +218,13 @@ function settingsOf(options) {
   if (parent !== 'src' && !parent.startsWith('src/')) {
     throw refuse(`the path must be a folder under src, got ${options.path}`);
   }
-  const moduleDir = options.flat ? parent : join(parent, names.name);
+  if (kind.intoModule && parent === 'src') {
+    throw refuse(
+      `nest g ${kind.command} adds to an existing module: name its folder under src (nest g ${kind.command} ${names.name} inventory), or make a module with nest g resource ${names.name}`,
+    );
+  }
+  const moduleDir =
+    options.flat || kind.intoModule ? parent : join(parent, names.name);
   // a resource in a module's folder (`nest g resource greenhouses inventory`) is guarded by
   // that module's scopes, inventory:read and inventory:write, not by scopes of its route's
   const scope = parent === 'src' ? names.name : parent.split('/')[1];
@@ -153,7 +239,8 @@ function settingsOf(options) {
       `--spec-file-suffix=${specSuffix} is not supported: the test runner finds *.spec.ts and *.e2e-spec.ts files only`,
     );
   }
-  const id = options.id ?? 'int64';
+  // an action keeps a record of each time it ran, under an id of the service's making
+  const id = kind === KINDS.action ? 'uuid' : (options.id ?? 'int64');
   if (id !== 'int64' && id !== 'uuid') {
     throw refuse(
       `--id must be int64 (chosen by the client) or uuid (made by the service), got ${id}`,
@@ -174,17 +261,20 @@ function settingsOf(options) {
     dtoToSrc: relative(join(absolute(moduleDir), 'dto'), normalize('/src')),
     timestamp: options.timestamp ?? Date.now(),
     migrationName: `Add${names.Plural}`,
+    event: `${names.singular}.${kind.event}`,
     postgresUrl: options.postgresUrl,
     contract: options.contract !== false,
   };
 }
 
 /** Refuses a name that an existing module, route, table, schema or event already has. */
-function refuseCollisions(tree, settings) {
+function refuseCollisions(tree, settings, kind) {
   const taken = (path) =>
     tree.exists(path) ||
     tree.getDir(path).subfiles.length + tree.getDir(path).subdirs.length > 0;
-  if (!settings.moduleDir.endsWith(`/${settings.name}`)) {
+  if (kind.intoModule) {
+    // the files it writes into the module's folder are checked once they are rendered
+  } else if (!settings.moduleDir.endsWith(`/${settings.name}`)) {
     for (const file of [
       `${settings.name}.module.ts`,
       `${settings.name}.controller.ts`,
@@ -243,7 +333,7 @@ function refuseCollisions(tree, settings) {
         );
       }
     }
-    const event = `${settings.singular}.added`;
+    const { event } = settings;
     if (Object.keys(document?.webhooks ?? {}).includes(event)) {
       throw refuse(
         `the event ${event} is declared already: choose another name`,
@@ -266,9 +356,11 @@ function scopesDeclared(tree, scope) {
  * One folder of templates, rendered, without the unit spec under --no-spec, and without the
  * scopes file when the module's scopes are declared already.
  */
-function renderedFiles(settings, folder, destination) {
+function renderedFiles(settings, folder, destination, kind) {
   return apply(url(`./files/${folder}`), [
     filter((path) => settings.spec || !path.endsWith('.spec.ts.template')),
+    // entity and action add to the module file there is
+    filter((path) => !kind.intoModule || !path.endsWith('.module.ts.template')),
     filter(
       (path) =>
         settings.declaresScopes || !path.endsWith('.scopes.ts.template'),
@@ -321,6 +413,54 @@ function withModuleImported(appModule, settings) {
   });
 }
 
+/**
+ * The module file of the folder `entity` and `action` add to: the one `*.module.ts` in it.
+ */
+function moduleFileOf(tree, settings) {
+  const folder = tree.getDir(settings.moduleDir);
+  const modules = folder.subfiles.filter((file) => file.endsWith('.module.ts'));
+  if (modules.length !== 1) {
+    throw refuse(
+      modules.length === 0
+        ? `${settings.moduleDir} has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource`
+        : `${settings.moduleDir} has ${modules.length} module files (${modules.join(', ')}): name the folder of one of them`,
+    );
+  }
+  return join(normalize(settings.moduleDir), modules[0]);
+}
+
+/** The module file with the new parts registered in its `@Module()` (module-file.js). */
+function withPartsRegistered(source, path, settings, kind) {
+  const { Singular, Plural, CONSTANT, singular, name, toSrc } = settings;
+  const event = `${CONSTANT}_${kind.event.toUpperCase()}`;
+  const imports = [
+    { symbol: 'TypeOrmModule', from: '@nestjs/typeorm' },
+    { symbol: 'EventsModule', from: `${toSrc}/events/events.module` },
+    ...(settings.declaresScopes
+      ? [
+          { symbol: 'ScopesModule', from: `${toSrc}/auth/scopes.module` },
+          { symbol: `${CONSTANT}_SCOPES`, from: `./${singular}.scopes` },
+        ]
+      : []),
+    { symbol: Singular, from: `./${singular}.entity` },
+    { symbol: event, from: `./${singular}.events` },
+    { symbol: `${Plural}Controller`, from: `./${name}.controller` },
+    { symbol: `${Plural}Service`, from: `./${name}.service` },
+  ];
+  try {
+    return registerInModule(source, path, {
+      imports,
+      entities: [Singular],
+      events: [event],
+      scopes: settings.declaresScopes ? `${CONSTANT}_SCOPES` : undefined,
+      controllers: [`${Plural}Controller`],
+      providers: [`${Plural}Service`],
+    });
+  } catch (error) {
+    throw refuse(error.message);
+  }
+}
+
 function filesOf(tree) {
   const files = [];
   tree.visit((path) => files.push(String(path)));
@@ -353,4 +493,4 @@ function uuidResource(options) {
   return resource({ ...options, id: 'uuid' });
 }
 
-module.exports = { resource, uuidResource };
+module.exports = { resource, uuidResource, entity, action };
