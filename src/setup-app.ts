@@ -52,11 +52,12 @@ export async function createApp({
     adapter.onRefusedConnection = () =>
       metrics.rateLimitRejections.inc({ limit: 'connections' });
   }
+  // on every answer from here on, the shutdown gate's 503 included
+  app.use(securityHeaders(config.publicBaseUrl));
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);
-  app.use(securityHeaders(config.publicBaseUrl));
   app.use(createRequestLogger(logger, HEALTH_PROBE_PATHS));
   const cors = config.corsOrigins.length > 0;
   if (cors) {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
 import { eventually } from './helpers/webhook-receiver';
-import { fixedSecurityHeaders } from '../src/http/security-headers';
+import { apiSecurityHeaders } from '../src/http/security-headers';
 import { paceOf } from './helpers/pace';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */
@@ -56,12 +56,61 @@ describe('hardening', () => {
   afterAll(() => testApp.close());
 
   describe('security headers', () => {
+    // OWASP's REST set on every answer of the API; helmet's document headers on none of them
+    const API_HEADERS = {
+      'cache-control': 'no-store',
+      'content-security-policy': "frame-ancestors 'none'",
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+    };
+    const DOCUMENT_HEADERS = [
+      'cross-origin-opener-policy',
+      'cross-origin-resource-policy',
+      'origin-agent-cluster',
+      'referrer-policy',
+      'strict-transport-security',
+      'x-dns-prefetch-control',
+      'x-download-options',
+      'x-permitted-cross-domain-policies',
+      'x-xss-protection',
+    ];
+
     it.each([
-      ['a public probe', '/health/live'],
-      ['an error', '/nowhere'],
+      ['a public probe', 'GET', '/health/live', undefined, 200],
+      ['an operation', 'GET', '/plants', 'token', 200],
+      ['a 400 of an operation', 'GET', '/plants?limit=0', 'token', 400],
+      ['the 404 of an unknown route', 'GET', '/nowhere', undefined, 404],
+      ['a 401', 'GET', '/plants', undefined, 401],
+      ['a preflight', 'OPTIONS', '/plants', undefined, 204],
+    ])(
+      "sets OWASP's REST headers on %s, and no document headers",
+      async (_label, method, path, auth, status) => {
+        const request =
+          method === 'OPTIONS'
+            ? testApp
+                .http()
+                .options(path)
+                .set('Origin', 'https://app.example.com')
+                .set('Access-Control-Request-Method', 'GET')
+            : testApp.http().get(path);
+        if (auth) request.set('Authorization', `Bearer ${token}`);
+        const response = await request;
+        expect(response.status).toBe(status);
+        expect(response.headers).toMatchObject(API_HEADERS);
+        for (const name of [...DOCUMENT_HEADERS, 'x-powered-by']) {
+          expect([name, response.headers[name]]).toEqual([name, undefined]);
+        }
+      },
+    );
+
+    it.each([
       ['the docs page', '/docs'],
-    ])('sets helmet headers on %s', async (_label, path) => {
+      ['an asset of the page', '/docs/swagger-ui.css'],
+      ['the OpenAPI document', '/openapi.json'],
+      ['the OpenAPI document in YAML', '/openapi.yaml'],
+    ])("keeps helmet's full set on %s", async (_label, path) => {
       const response = await testApp.http().get(path).redirects(1);
+      expect(response.status).toBe(200);
       expect(response.headers['x-content-type-options']).toBe('nosniff');
       expect(response.headers['x-frame-options']).toBe('SAMEORIGIN');
       expect(response.headers['content-security-policy']).toContain(
@@ -70,16 +119,27 @@ describe('hardening', () => {
       expect(response.headers['content-security-policy']).not.toContain(
         'upgrade-insecure-requests',
       );
+      expect(response.headers['x-dns-prefetch-control']).toBe('off');
+      expect(response.headers['origin-agent-cluster']).toBe('?1');
+      // plain HTTP here: HSTS only where PUBLIC_BASE_URL is HTTPS (below)
+      expect(response.headers['strict-transport-security']).toBeUndefined();
       expect(response.headers['x-powered-by']).toBeUndefined();
     });
 
-    it('sets them on an authenticated answer too', async () => {
-      const response = await testApp
-        .http()
-        .get('/plants')
-        .set('Authorization', `Bearer ${token}`)
-        .expect(200);
-      expect(response.headers['x-content-type-options']).toBe('nosniff');
+    it('adds HSTS, without subdomains, on the API and the docs page where PUBLIC_BASE_URL is HTTPS', async () => {
+      const behindTls = await startTestApp({
+        env: { PUBLIC_BASE_URL: 'https://plants.example.com' },
+      });
+      try {
+        for (const path of ['/health/live', '/nowhere', '/openapi.json']) {
+          const response = await behindTls.http().get(path);
+          expect([path, response.headers['strict-transport-security']]).toEqual(
+            [path, 'max-age=31536000'],
+          );
+        }
+      } finally {
+        await behindTls.close();
+      }
     });
   });
 
@@ -212,17 +272,16 @@ describe('hardening', () => {
             ] as const;
           }),
       );
-      const helmetHeaders = Object.keys(fixedSecurityHeaders()).map((name) =>
+      const securityHeaders = Object.keys(apiSecurityHeaders()).map((name) =>
         name.toLowerCase(),
       );
-      expect(helmetHeaders).toEqual(
-        expect.arrayContaining([
-          'content-security-policy',
-          'x-content-type-options',
-          'x-frame-options',
-        ]),
-      );
-      for (const name of helmetHeaders) {
+      expect(securityHeaders).toEqual([
+        'cache-control',
+        'content-security-policy',
+        'x-content-type-options',
+        'x-frame-options',
+      ]);
+      for (const name of securityHeaders) {
         expect([name, raw.get(name)]).toEqual([name, ordinary.headers[name]]);
       }
       expect(raw.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);

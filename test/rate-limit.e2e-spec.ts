@@ -76,6 +76,9 @@ describe('rate limits', () => {
     });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(3500);
     expect(limited.headers['ratelimit-remaining']).toBe('0');
+    // an API answer like any other: not cached, never framed (test/hardening.e2e-spec.ts)
+    expect(limited.headers['cache-control']).toBe('no-store');
+    expect(limited.headers['x-frame-options']).toBe('DENY');
 
     const other = await testApp.issueToken();
     await listWith(other).expect(200);

@@ -5,6 +5,7 @@ import type {
   ObjectLiteral,
   QueryResult,
 } from 'typeorm';
+import { columnReaderOf, type ColumnReader } from './column-readers';
 import { DuplicateKeyError, uniqueKeyColumnsOf } from './database-errors';
 import { NumberedPlaceholders } from './numbered-placeholders';
 import {
@@ -26,6 +27,8 @@ export class EntitySql<Entity extends ObjectLiteral> {
   private readonly metadata: EntityMetadata;
   private readonly insertStatement: string;
   private readonly dataSource: PortableDataSource;
+  /** A row's columns into an entity, one reader a column (column-readers.ts). */
+  private readonly readers: ColumnReader[];
 
   constructor(dataSource: DataSource, entity: EntityTarget<Entity>) {
     if (!(dataSource instanceof PortableDataSource)) {
@@ -46,6 +49,9 @@ export class EntitySql<Entity extends ObjectLiteral> {
     const values = this.metadata.columns
       .map((_column, index) => this.parameter(index + 1))
       .join(', ');
+    this.readers = this.metadata.columns.map((column) =>
+      columnReaderOf(column, driver),
+    );
     this.insertStatement = `INSERT INTO ${driver.escape(this.metadata.tableName)} (${columns}) VALUES (${values})`;
   }
 
@@ -161,17 +167,7 @@ export class EntitySql<Entity extends ObjectLiteral> {
 
   private hydrate(row: Record<string, unknown>): Entity {
     const entity = this.metadata.create() as Entity;
-    for (const column of this.metadata.columns) {
-      if (column.databaseName in row) {
-        column.setEntityValue(
-          entity,
-          this.dataSource.driver.prepareHydratedValue(
-            row[column.databaseName],
-            column,
-          ),
-        );
-      }
-    }
+    for (const read of this.readers) read(entity, row);
     return entity;
   }
 

@@ -5,7 +5,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AppConfig } from '../config/app.config';
 import { clientKeyOf } from '../rate-limit/client-key';
-import { fixedSecurityHeaders } from './security-headers';
+import { apiSecurityHeaders } from './security-headers';
 
 /** How long a refused connection may stay open to read its 429 before it is cut. */
 const REFUSED_LINGER_MS = 5000;
@@ -13,30 +13,40 @@ const REFUSED_LINGER_MS = 5000;
 /** Node's own limit, stated here so that the message below stays true. */
 const MAX_HEADER_BYTES = 16 * 1024;
 
-const SECURITY_HEADER_LINES = Object.entries(fixedSecurityHeaders())
-  .map(([name, value]) => `${name}: ${value}\r\n`)
-  .join('');
-
 /** The 429 of a connection over MAX_CONNECTIONS_PER_ADDRESS, written straight to the socket. */
 export function tooManyConnectionsMessage(cap: number): string {
   return `too many connections from this address (for IPv6, its /64): at most ${cap} at a time`;
 }
 
+/** An Error answer written straight to the socket, head and body. */
+type RawErrorAnswer = (
+  status: number,
+  reason: string,
+  message: string,
+) => string;
+
 /**
- * An Error answer written straight to the socket, with the security headers and a request id
- * that every other answer has.
+ * Error answers written straight to the socket, with the security headers and a request id
+ * that every other answer of the API has.
  */
-function errorAnswer(status: number, reason: string, message: string): string {
-  const body = JSON.stringify({ error: status, message });
-  return (
-    `HTTP/1.1 ${status} ${reason}\r\n` +
-    'Content-Type: application/json; charset=utf-8\r\n' +
-    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-    SECURITY_HEADER_LINES +
-    `X-Request-Id: ${randomUUID()}\r\n` +
-    'Connection: close\r\n\r\n' +
-    body
-  );
+function rawErrorAnswers(
+  securityHeaders: Readonly<Record<string, string>>,
+): RawErrorAnswer {
+  const securityHeaderLines = Object.entries(securityHeaders)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (status, reason, message) => {
+    const body = JSON.stringify({ error: status, message });
+    return (
+      `HTTP/1.1 ${status} ${reason}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      securityHeaderLines +
+      `X-Request-Id: ${randomUUID()}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body
+    );
+  };
 }
 
 /**
@@ -75,9 +85,15 @@ export class HardenedExpressAdapter extends ExpressAdapter {
       },
       this.getInstance<RequestListener>(),
     );
-    server.on('clientError', answerClientError);
+    const errorAnswer = rawErrorAnswers(
+      apiSecurityHeaders(this.config.publicBaseUrl),
+    );
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) =>
+      answerClientError(error, socket, errorAnswer),
+    );
     limitConnectionsPerAddress(
       server,
+      errorAnswer,
       this.config.maxConnectionsPerAddress,
       // every connection of a proxy comes from its address; its clients are limited per
       // request, by the address it forwards for. Only a proxy named by its address is exempt:
@@ -92,7 +108,11 @@ export class HardenedExpressAdapter extends ExpressAdapter {
 
 type TrustFunction = (address: string, hop: number) => boolean;
 
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
+function answerClientError(
+  error: NodeJS.ErrnoException,
+  socket: Socket,
+  errorAnswer: RawErrorAnswer,
+) {
   if (!socket.writable || error.code === 'ECONNRESET') {
     socket.destroy();
     return;
@@ -121,6 +141,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket) {
  */
 function limitConnectionsPerAddress(
   server: Server,
+  errorAnswer: RawErrorAnswer,
   cap: number,
   exempt: (address: string) => boolean,
   refused: () => void,
