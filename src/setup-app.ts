@@ -15,7 +15,11 @@ import {
 } from './logging/pino-logger';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
-import { buildOpenApiDocument, serveOpenApi } from './openapi/openapi-document';
+import {
+  buildOpenApiDocument,
+  OPENAPI_PATHS,
+  serveOpenApi,
+} from './openapi/openapi-document';
 import { Metrics } from './metrics/metrics';
 import { recordRequests } from './metrics/request-metrics';
 
@@ -53,7 +57,12 @@ export async function createApp({
       metrics.rateLimitRejections.inc({ limit: 'connections' });
   }
   // on every answer from here on, the shutdown gate's 503 included
-  app.use(securityHeaders(config.publicBaseUrl));
+  app.use(
+    securityHeaders(config.publicBaseUrl, {
+      page: OPENAPI_PATHS.page,
+      documents: [OPENAPI_PATHS.json, OPENAPI_PATHS.yaml],
+    }),
+  );
   app.use(app.get(ShutdownGate).refuseWhileClosing);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)

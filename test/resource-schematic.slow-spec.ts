@@ -406,37 +406,46 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
   describe('nest g entity and nest g action, into the module fixture-seed-trays', () => {
     const folder = 'src/fixture-seed-trays';
     const moduleFile = `${folder}/fixture-seed-trays.module.ts`;
-    /** The tree after `nest g resource fixture-seed-trays`, and what it held then. */
-    const generatedModule = async () => {
-      const tree = await run();
-      const before = new Map(
-        tree.files.map((file) => [file, tree.readContent(file)]),
-      );
-      return { tree, before };
-    };
-    const into = (schematic: string, name: string, tree: UnitTestTree) =>
-      runner.runSchematic(
-        schematic,
-        options({ name, path: 'fixture-seed-trays' }),
-        tree,
-      );
     const newFiles = (tree: UnitTestTree, before: Map<string, string>) =>
       tree.files.filter((file) => !before.has(file)).sort();
-    const changedFiles = (tree: UnitTestTree, before: Map<string, string>) =>
-      [...before]
+    /**
+     * `nest g <schematic> <name> fixture-seed-trays` after `nest g resource fixture-seed-trays`:
+     * the tree, what it held before, the module file then, and the files it added.
+     */
+    const generateInto = async (schematic: string, name: string) => {
+      const base = await run();
+      const before = new Map(
+        base.files.map((file) => [file, base.readContent(file)]),
+      );
+      const moduleBefore = base.readContent(moduleFile);
+      const tree = await runner.runSchematic(
+        schematic,
+        options({ name, path: 'fixture-seed-trays' }),
+        base,
+      );
+      const changed = [...before]
         .filter(([file, content]) => tree.readContent(file) !== content)
         .map(([file]) => file);
+      return { tree, moduleBefore, added: newFiles(tree, before), changed };
+    };
+    /** Files of the module folder, and the e2e spec of `name`, as the tree lists them. */
+    const moduleFilesAnd = (name: string, files: string[]) =>
+      files
+        .map((file) => `/${folder}/${file}`)
+        .concat(`/test/${name}.e2e-spec.ts`)
+        .sort();
     const newLines = (after: string, before: string) => {
       const original = before.split('\n');
       return after.split('\n').filter((line) => !original.includes(line));
     };
 
     it("writes a second entity's files into the module's folder, and changes only the module file", async () => {
-      const { tree: base, before } = await generatedModule();
-      const moduleBefore = base.readContent(moduleFile);
-      const tree = await into('entity', 'fixture-soil-tests', base);
-      expect(newFiles(tree, before)).toEqual(
-        [
+      const { tree, moduleBefore, added, changed } = await generateInto(
+        'entity',
+        'fixture-soil-tests',
+      );
+      expect(added).toEqual(
+        moduleFilesAnd('fixture-soil-tests', [
           'dto/create-fixture-soil-test.dto.ts',
           'dto/fixture-soil-test.dto.ts',
           'dto/list-fixture-soil-tests-query.dto.ts',
@@ -447,12 +456,9 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'fixture-soil-tests.service.ts',
           `migrations/postgres/${TIMESTAMP}-AddFixtureSoilTests.ts`,
           `migrations/sqlite/${TIMESTAMP}-AddFixtureSoilTests.ts`,
-        ]
-          .map((file) => `/${folder}/${file}`)
-          .concat('/test/fixture-soil-tests.e2e-spec.ts')
-          .sort(),
+        ]),
       );
-      expect(changedFiles(tree, before)).toEqual([`/${moduleFile}`]);
+      expect(changed).toEqual([`/${moduleFile}`]);
       expect(newLines(tree.readContent(moduleFile), moduleBefore)).toEqual([
         "import { FixtureSoilTest } from './fixture-soil-test.entity';",
         "import { FIXTURE_SOIL_TEST_ADDED } from './fixture-soil-test.events';",
@@ -475,17 +481,18 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         };
       }[];
       expect(task.options.created.sort()).toEqual(
-        newFiles(tree, before).map((file) => file.slice(1)),
+        added.map((file) => file.slice(1)),
       );
       expect(task.options.changed).toEqual({ [moduleFile]: moduleBefore });
     });
 
     it('writes an action: POST, its rule in one @Transactional() method, the record it keeps, its event and e2e spec', async () => {
-      const { tree: base, before } = await generatedModule();
-      const moduleBefore = base.readContent(moduleFile);
-      const tree = await into('action', 'fixture-transfers', base);
-      expect(newFiles(tree, before)).toEqual(
-        [
+      const { tree, moduleBefore, added, changed } = await generateInto(
+        'action',
+        'fixture-transfers',
+      );
+      expect(added).toEqual(
+        moduleFilesAnd('fixture-transfers', [
           'dto/fixture-transfer.dto.ts',
           'dto/new-fixture-transfer.dto.ts',
           'fixture-transfer.entity.ts',
@@ -494,12 +501,9 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'fixture-transfers.service.ts',
           `migrations/postgres/${TIMESTAMP}-AddFixtureTransfers.ts`,
           `migrations/sqlite/${TIMESTAMP}-AddFixtureTransfers.ts`,
-        ]
-          .map((file) => `/${folder}/${file}`)
-          .concat('/test/fixture-transfers.e2e-spec.ts')
-          .sort(),
+        ]),
       );
-      expect(changedFiles(tree, before)).toEqual([`/${moduleFile}`]);
+      expect(changed).toEqual([`/${moduleFile}`]);
       expect(newLines(tree.readContent(moduleFile), moduleBefore)).toContain(
         '    EventsModule.forFeature([FIXTURE_SEED_TRAY_ADDED, FIXTURE_TRANSFER_MADE]),',
       );

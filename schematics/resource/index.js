@@ -267,29 +267,35 @@ function settingsOf(options, kind) {
   };
 }
 
-/** Refuses a name that an existing module, route, table, schema or event already has. */
-function refuseCollisions(tree, settings, kind) {
+/** Refuses a resource whose module folder, or whose module in the folder given, exists. */
+function refuseExistingModule(tree, settings) {
   const taken = (path) =>
     tree.exists(path) ||
     tree.getDir(path).subfiles.length + tree.getDir(path).subdirs.length > 0;
-  if (kind.intoModule) {
-    // the files it writes into the module's folder are checked once they are rendered
-  } else if (!settings.moduleDir.endsWith(`/${settings.name}`)) {
-    for (const file of [
-      `${settings.name}.module.ts`,
-      `${settings.name}.controller.ts`,
-    ]) {
-      if (taken(join(normalize(settings.moduleDir), file))) {
-        throw refuse(
-          `${settings.moduleDir}/${file} already exists: the ${settings.name} module is there already`,
-        );
-      }
+  if (settings.moduleDir.endsWith(`/${settings.name}`)) {
+    if (taken(settings.moduleDir)) {
+      throw refuse(
+        `${settings.moduleDir} already exists: there is a ${settings.name} module already (the generator runs once per resource)`,
+      );
     }
-  } else if (taken(settings.moduleDir)) {
-    throw refuse(
-      `${settings.moduleDir} already exists: there is a ${settings.name} module already (the generator runs once per resource)`,
-    );
+    return;
   }
+  for (const file of [
+    `${settings.name}.module.ts`,
+    `${settings.name}.controller.ts`,
+  ]) {
+    if (taken(join(normalize(settings.moduleDir), file))) {
+      throw refuse(
+        `${settings.moduleDir}/${file} already exists: the ${settings.name} module is there already`,
+      );
+    }
+  }
+}
+
+/** Refuses a name that an existing module, route, table, schema or event already has. */
+function refuseCollisions(tree, settings, kind) {
+  // entity and action write into a module's folder: their files are checked once rendered
+  if (!kind.intoModule) refuseExistingModule(tree, settings);
   const e2e = `test/${settings.name}.e2e-spec.ts`;
   if (tree.exists(e2e)) throw refuse(`${e2e} already exists`);
 

@@ -455,6 +455,13 @@ function onlyTheDocsPage(
   );
 }
 
+/** Where Swagger UI (and, below it, its assets) and the two documents are served. */
+export const OPENAPI_PATHS = {
+  page: '/docs',
+  json: '/openapi.json',
+  yaml: '/openapi.yaml',
+} as const;
+
 /**
  * Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public, and rate
  * limited like any route (RequestAdmission).
@@ -464,22 +471,22 @@ export function serveOpenApi(
   document: OpenAPIObject,
   config: AppConfig,
 ): void {
-  app.use('/docs', onlyTheDocsPage);
-  app.use('/docs/swagger-ui-init.js', dependsOnHost);
+  app.use(OPENAPI_PATHS.page, onlyTheDocsPage);
+  app.use(`${OPENAPI_PATHS.page}/swagger-ui-init.js`, dependsOnHost);
   const texts = new DocumentTexts(document);
   const textsFor = (request: Request) =>
     texts.at(publicBaseUrlOf(request, config));
   const http = app.getHttpAdapter();
-  http.get('/openapi.json', (request: Request, response: Response) => {
+  http.get(OPENAPI_PATHS.json, (request: Request, response: Response) => {
     dependsOnHost(request, response);
     response.type('application/json').send(textsFor(request).json);
   });
-  http.get('/openapi.yaml', (request: Request, response: Response) => {
+  http.get(OPENAPI_PATHS.yaml, (request: Request, response: Response) => {
     dependsOnHost(request, response);
     response.type('text/yaml').send(textsFor(request).yaml);
   });
   const forSwaggerUi = withNumbersForBigints(document);
-  SwaggerModule.setup('docs', app, forSwaggerUi, {
+  SwaggerModule.setup(OPENAPI_PATHS.page.slice(1), app, forSwaggerUi, {
     raw: false,
     customSiteTitle: 'OpenAPI Plant Store',
     patchDocumentOnRequest: <TRequest>(request: TRequest) =>
