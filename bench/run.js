@@ -313,6 +313,30 @@ function scenarios(token, round) {
       ],
     },
     {
+      // what a create with an Idempotency-Key costs over one without (service only: the peers
+      // have no such thing); each request has a key of its own, as each create of a client does
+      name: 'POST /plants with Idempotency-Key',
+      onlyService: true,
+      requests: [
+        {
+          method: 'POST',
+          path: '/plants',
+          setupRequest: (request) => {
+            nextId += 1;
+            return {
+              ...request,
+              headers: {
+                ...auth,
+                'content-type': 'application/json',
+                'idempotency-key': `bench-${nextId}`,
+              },
+              body: `{"id":${nextId},"name":"Bench Fern","tag":"bench"}`,
+            };
+          },
+        },
+      ],
+    },
+    {
       name: 'GET /plants/{id}',
       requests: [
         {
@@ -437,6 +461,7 @@ async function main() {
       for (const [index] of scenarios('', round).entries()) {
         for (const server of order) {
           const scenario = scenarios(tokens[server.name], round)[index];
+          if (scenario.onlyService && !server.isService) continue;
           const measured = await drive(server, scenario, options);
           ((runs[scenario.name] ??= {})[server.name] ??= []).push(measured);
         }
@@ -469,6 +494,12 @@ async function main() {
         serviceToPeer: ratio('service', 'peer'),
         serviceToNest: ratio('service', 'nest'),
         nestToPeer: ratio('nest', 'peer'),
+        ...(scenario === 'POST /plants with Idempotency-Key' && {
+          keyedToUnkeyed:
+            servers.service &&
+            servers.service.requestsPerSecond /
+              median(runs['POST /plants'].service.map((m) => m.requestsPerSecond)),
+        }),
         serviceToHardenedPeer: ratio('service', 'peer-hardened'),
         ...(options.preload && {
           serviceToSmallTable: ratio('service', 'service-small-table'),
@@ -525,6 +556,13 @@ async function main() {
       webhooks,
     };
     printTable(report);
+    for (const { scenario, keyedToUnkeyed } of summary) {
+      if (keyedToUnkeyed !== undefined) {
+        console.log(
+          `${scenario}: ${keyedToUnkeyed.toFixed(2)} of the throughput of POST /plants without one`,
+        );
+      }
+    }
     printWebhookThroughput(webhooks);
     const out =
       options.out ||

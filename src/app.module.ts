@@ -13,6 +13,7 @@ import { databaseConfig } from './config/database.config';
 import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
+import { IdempotencyModule } from './idempotency/idempotency.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlantsModule } from './plants/plants.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -28,6 +29,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     MetricsModule,
     DatabaseModule,
     AuthModule,
+    IdempotencyModule,
     // feature modules
     PlantsModule,
     HealthModule,

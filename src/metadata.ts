@@ -75,6 +75,63 @@ export default async () => {
           },
         ],
         [
+          import('./idempotency/idempotent-request.entity'),
+          {
+            IdempotentRequest: {
+              caller: {
+                required: true,
+                type: () => String,
+                description:
+                  'Who sent it (`token:<id>`): the same key from another caller is another key.',
+              },
+              key: { required: true, type: () => String },
+              fingerprint: {
+                required: true,
+                type: () => String,
+                description:
+                  'SHA-256 of its method, path and body bytes, in base64url.',
+              },
+              leaseId: {
+                required: true,
+                type: () => String,
+                nullable: true,
+                description:
+                  "The running attempt's own id; null once the answer is stored.",
+              },
+              leaseExpiresAt: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  'When a repeat may take the key over from a running attempt that never answered.',
+              },
+              status: {
+                required: true,
+                type: () => Number,
+                nullable: true,
+                description:
+                  "The stored answer's status; null while the request runs.",
+              },
+              headers: {
+                required: true,
+                type: () => String,
+                nullable: true,
+                description:
+                  "The stored answer's own headers, as a JSON object.",
+              },
+              body: {
+                required: true,
+                type: () => String,
+                nullable: true,
+                description:
+                  "The stored answer's body, the JSON text as it was sent.",
+              },
+              createdAt: { required: true, type: () => Date },
+              expiresAt: { required: true, type: () => Date },
+            },
+          },
+        ],
+        [
           import('./events/event-log.entity'),
           {
             EventLog: {

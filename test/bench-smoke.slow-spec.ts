@@ -25,6 +25,8 @@ interface BenchReport {
     serviceToHardenedPeer: number;
     serviceToAgainst?: number;
     variantToService?: Record<string, number>;
+    /** The keyed create's throughput over the plain create's, on the service. */
+    keyedToUnkeyed?: number;
   }[];
   webhooks: {
     name: string;
@@ -54,6 +56,8 @@ function smokeRun(...args: string[]): { report: BenchReport; stdout: string } {
 
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
+const KEYED = 'POST /plants with Idempotency-Key';
+
 describe('the benchmark harness (bench/run.js --smoke)', () => {
   it('drives the service, the floor, the peer bare and hardened, bare NestJS, another build (--against) and a variant (--variants) through every scenario without an error', () => {
     // --against this very checkout: the option's plumbing, not a comparison
@@ -66,9 +70,24 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
 
     expect(report.scenarios.map(({ scenario }) => scenario)).toEqual([
       'POST /plants',
+      KEYED,
       'GET /plants/{id}',
       'GET /plants?limit=100',
     ]);
+    const [keyed] = report.scenarios.splice(1, 1);
+    // the service's builds only: the peers have no Idempotency-Key
+    expect(Object.keys(keyed.servers).sort()).toEqual([
+      'same-build',
+      'service',
+      'service-against',
+    ]);
+    for (const figures of Object.values(keyed.servers)) {
+      expect(figures.errors).toBe(0);
+    }
+    expect(keyed.keyedToUnkeyed).toBeGreaterThan(0);
+    expect(stdout).toMatch(
+      /^POST \/plants with Idempotency-Key: \d+\.\d\d of the throughput of POST \/plants without one$/m,
+    );
     for (const {
       servers,
       serviceToFloor,
@@ -127,7 +146,17 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       POSTGRES_ADMIN_URL,
     );
     expect(stdout).toContain('PostgreSQL');
-    for (const { servers, serviceToNest, serviceToPeer } of report.scenarios) {
+    for (const {
+      scenario,
+      servers,
+      serviceToNest,
+      serviceToPeer,
+    } of report.scenarios) {
+      if (scenario === KEYED) {
+        expect(Object.keys(servers)).toEqual(['service']);
+        expect(servers.service.errors).toBe(0);
+        continue;
+      }
       expect(Object.keys(servers).sort()).toEqual(['nest', 'service']);
       for (const figures of Object.values(servers)) {
         expect(figures.errors).toBe(0);

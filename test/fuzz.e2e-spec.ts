@@ -173,6 +173,8 @@ const RESERVED_HEADERS = new Set([
   'content-type',
   'expect',
   'upgrade',
+  // sent on purpose, below
+  'idempotency-key',
 ]);
 const randomHeaders = fc.dictionary(
   fc
@@ -180,6 +182,19 @@ const randomHeaders = fc.dictionary(
     .filter((name) => !RESERVED_HEADERS.has(name.toLowerCase())),
   fc.stringMatching(/^[\x20-\x7e]{0,40}$/).map((value) => value.trim()),
   { maxKeys: 4 },
+);
+
+/**
+ * An Idempotency-Key, now and then: mostly from a few, so that repeats (and the same key with
+ * another body) happen, sometimes one of any printable text and length, valid or not.
+ */
+const idempotencyKey = fc.option(
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom('fuzz-1', 'fuzz-2', 'fuzz-3') },
+    { weight: 1, arbitrary: fc.stringMatching(/^[\x21-\x7e]{0,260}$/) },
+    { weight: 1, arbitrary: fc.stringMatching(/^[\x20-\x7e]{1,20}$/) },
+  ),
+  { nil: undefined, freq: 3 },
 );
 
 const pathId = fc.oneof(
@@ -273,11 +288,13 @@ describe('fuzzed requests against the real app (fast-check)', () => {
         contentType,
         fc.boolean(),
         randomHeaders,
-        async (body, type, authorized, extra) => {
+        idempotencyKey,
+        async (body, type, authorized, extra, key) => {
           const before = await plantCount();
           const headers: Record<string, string> = { ...extra };
           if (authorized) headers.Authorization = `Bearer ${token}`;
           if (type) headers['Content-Type'] = type;
+          if (key !== undefined) headers['Idempotency-Key'] = key;
           const response = await sendRaw(port, {
             path: '/plants',
             headers,
@@ -285,7 +302,9 @@ describe('fuzzed requests against the real app (fast-check)', () => {
             agent,
           });
           expectHonest('POST', '/plants', response);
-          if (response.status === 200) {
+          const replayed = response.headers['idempotent-replayed'] === 'true';
+          if (replayed) expect(key).toBeDefined();
+          if (response.status === 200 && !replayed) {
             const sent = JSON.parse(response.text) as {
               id: number;
               name: string;

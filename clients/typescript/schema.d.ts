@@ -398,13 +398,15 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /** @description `true` on the stored answer of an earlier request with the same Idempotency-Key, method, path and body; absent on a first answer */
+        "Idempotent-Replayed": "true";
         /** @description Requests the counter this request was charged to allows per window: its token, when proven, or else its client address */
         "RateLimit-Limit": number;
         /** @description Requests left in the current window */
         "RateLimit-Remaining": number;
         /** @description Seconds until the current window ends */
         "RateLimit-Reset": number;
-        /** @description Seconds to wait before trying again: until the rate limit lets requests through (429), or for a busy database (503) */
+        /** @description Seconds to wait before trying again: until the rate limit lets requests through (429), for a busy database (503), or for the first request with the same Idempotency-Key to finish (409) */
         "Retry-After": number;
         /** @description The request's Origin, when CORS_ORIGINS lists it; absent otherwise (CORS is off by default) */
         "Access-Control-Allow-Origin": string;
@@ -523,7 +525,10 @@ export interface operations {
     addPlant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, unique per request (a UUID, say), to send the request again safely: a repeat with the same key, method, path and body gets the first answer, with `Idempotent-Replayed: true`, and changes nothing. Kept for 24 hours by default */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -537,6 +542,7 @@ export interface operations {
             /** @description plant response */
             200: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -550,6 +556,7 @@ export interface operations {
             /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -576,6 +583,21 @@ export interface operations {
             /** @description The token lacks the scope plants:write */
             403: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed; nothing was changed by this one: send it again after Retry-After seconds */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1054,7 +1076,10 @@ export interface operations {
     addWebhookSubscription: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key of your choice, unique per request (a UUID, say), to send the request again safely: a repeat with the same key, method, path and body gets the first answer, with `Idempotent-Replayed: true`, and changes nothing. Kept for 24 hours by default */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1067,6 +1092,7 @@ export interface operations {
             /** @description The subscription, with its signing secret: store it now, it is not shown again */
             201: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1080,6 +1106,7 @@ export interface operations {
             /** @description A field is missing or wrong, an event type is unknown, the URL is one the service may not call, or 100 subscriptions are active already */
             400: {
                 headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1106,6 +1133,21 @@ export interface operations {
             /** @description The token lacks the scope webhooks:manage */
             403: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still being processed; nothing was changed by this one: send it again after Retry-After seconds */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];

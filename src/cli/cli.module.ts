@@ -2,9 +2,11 @@ import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { AppModule } from '../app.module';
 import { TokensModule } from '../auth/tokens.module';
+import { appConfig } from '../config/app.config';
 import { databaseConfig } from '../config/database.config';
 import { webhooksConfig } from '../config/webhooks.config';
 import { DatabaseModule } from '../database/database.module';
+import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.module';
 import { ServiceDeclarations } from './service-declarations';
 
@@ -20,10 +22,12 @@ export const SERVICE_DECLARATIONS = new ServiceDeclarations(AppModule);
     ConfigModule.forRoot({
       isGlobal: true,
       ignoreEnvFile: true,
-      load: [databaseConfig, webhooksConfig],
+      load: [appConfig, databaseConfig, webhooksConfig],
     }),
     DatabaseModule,
     TokensModule,
+    // the subscriptions' controller, though never served, is built with its @Idempotent()
+    IdempotencyModule,
     WebhookSubscriptionsModule,
     SERVICE_DECLARATIONS.asModule(),
   ],

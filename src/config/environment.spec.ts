@@ -42,6 +42,7 @@ describe('readAppConfig', () => {
         badTokens: 20,
         badTokenBlockMs: 900_000,
       },
+      idempotency: { ttlMs: 86_400_000, leaseMs: 10_000 },
     });
   });
 

@@ -504,6 +504,16 @@ export const ENVIRONMENT_SCHEMA = z.object({
     '10m',
     'How often old events and deliveries are looked for',
   ),
+  IDEMPOTENCY_TTL: variable(
+    duration(),
+    '24h',
+    'An Idempotency-Key and its answer are kept this long; a repeat within it gets the stored answer',
+  ),
+  IDEMPOTENCY_LEASE: variable(
+    duration(),
+    '10s',
+    'A request holding an Idempotency-Key keeps it from its repeats this long at most, should its process die',
+  ),
 });
 
 export type Environment = z.output<typeof ENVIRONMENT_SCHEMA>;

@@ -37,6 +37,7 @@ import {
 } from '../http/public-base-url';
 import { EVENT_TYPE_ENUM, EventCatalogue } from '../events/event-catalogue';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
+import { declareIdempotentOperations } from '../idempotency/idempotency-openapi';
 import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
 import {
   openApiJson,
@@ -109,7 +110,7 @@ const HEADERS = {
   },
   'Retry-After': {
     description:
-      'Seconds to wait before trying again: until the rate limit lets requests through (429), or for a busy database (503)',
+      'Seconds to wait before trying again: until the rate limit lets requests through (429), for a busy database (503), or for the first request with the same Idempotency-Key to finish (409)',
     schema: { ...SECONDS, minimum: 1 },
   },
   'Access-Control-Allow-Origin': {
@@ -242,12 +243,22 @@ JavaScript rounds them; the service never does.)
 | 401 | no token, or an unknown, revoked or expired one |
 | 403 | the token lacks the operation's scope |
 | 404 | no such plant or subscription |
+| 409 | a request with the same \`Idempotency-Key\` is still running; retry after \`Retry-After\` seconds |
 | 429 | a rate limit; retry after \`Retry-After\` seconds |
 | 500 | a fault of the service, logged with the request's \`X-Request-Id\` |
 | 503 | the database is busy (nothing changed; retry after \`Retry-After\` seconds) or unavailable, or the service is shutting down; retry |
 
 Every failure is an Error object, \`{"error": <status>, "message": "<what is wrong and where>"}\`.
 Every limited answer carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`.
+
+## Retries
+
+Send an \`Idempotency-Key\` header (a UUID of your own, one per create) with every create you may
+have to send again: after a dropped connection, a timeout, or a 503. A repeat with the same key,
+path and body gets the first answer, byte for byte, with \`Idempotent-Replayed: true\`, and
+changes nothing; while the first still runs, 409 with \`Retry-After\`; the same key with
+another body, 400. Without a key, a retried plant create gets 400 "already exists", whoever
+made the plant. Keys are kept for 24 hours by default, per token.
 
 ## Lists
 
@@ -320,6 +331,7 @@ export async function buildOpenApiDocument(
   listEventTypes(document, events.types);
   addWebhooks(document, events);
   declareUnknownQueryAnswers(document);
+  declareIdempotentOperations(document);
   declareHeaders(document);
   return document;
 }

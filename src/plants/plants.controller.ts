@@ -23,6 +23,7 @@ import {
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { INT64_RANGE_MESSAGE } from '../common/json/int64';
@@ -121,6 +122,7 @@ export class PlantsController {
   @Post()
   @HttpCode(HttpStatus.OK)
   @RequireScopes('plants:write')
+  @Idempotent()
   @ApiOperation({
     operationId: 'addPlant',
     summary: 'Creates a new plant in the store',

@@ -23,6 +23,7 @@ import { RequireScopes } from '../auth/decorators/require-scopes.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { UuidParam } from '../common/validation/uuid-param.decorator';
+import { Idempotent } from '../idempotency/idempotent.decorator';
 import {
   CreateWebhookSubscriptionDto,
   EMPTY_EVENTS_MESSAGE,
@@ -72,6 +73,8 @@ export class WebhookSubscriptionsController {
   constructor(private readonly subscriptions: WebhookSubscriptionsService) {}
 
   @Post()
+  // the isolation its service creates subscriptions at (webhook-subscriptions.service.ts)
+  @Idempotent({ isolation: 'READ COMMITTED' })
   @ApiOperation({
     operationId: 'addWebhookSubscription',
     summary: 'Subscribes a URL to events',

@@ -131,6 +131,8 @@ export function createJsonBodyReader(limitBytes: number) {
         } else if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
           req.body = undefined;
         } else {
+          // kept for Idempotency-Key, whose fingerprint is of the bytes as sent
+          (req as Request & { rawBody?: Buffer }).rawBody = bytes;
           req.body = parseBody(req, bytes);
         }
         resolve();

@@ -1,0 +1,191 @@
+import {
+  HttpStatus,
+  Injectable,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
+import { Reflector } from '@nestjs/core';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { from, lastValueFrom, type Observable } from 'rxjs';
+import type { DataSource } from 'typeorm';
+import type { AdmittedRequest } from '../auth/request-admission';
+import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
+import { toErrorAnswer } from '../common/filters/all-exceptions.filter';
+import { stringifyLosslessJson } from '../common/json/lossless-json';
+import type { IsolationLevel } from '../database/portable-data-source';
+import {
+  fingerprintOf,
+  IDEMPOTENCY_KEY_HEADER,
+  idempotencyKeyOf,
+  type RequestWithRawBody,
+} from './idempotency-key';
+import { IdempotencyStore, type KeyedRequest } from './idempotency.store';
+
+/** The header that marks an answer as the stored answer of an earlier request. */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+import { RecordedAnswer } from '../http/recorded-answer';
+
+export const IDEMPOTENT_OPTIONS = 'plant-store:idempotent';
+
+export interface IdempotentOptions {
+  /**
+   * The isolation level of the transaction the request runs in with a key (PostgreSQL);
+   * the transactions of its service join it. SERIALIZABLE, as `@Transactional()`'s, unless said.
+   */
+  isolation?: IsolationLevel;
+}
+
+/** What a repeat is told while the first request with its key still runs. */
+export const IN_FLIGHT_MESSAGE = `a request with this ${IDEMPOTENCY_KEY_HEADER} is still being processed; send it again after Retry-After seconds to get its answer`;
+
+/** What a request is told whose key was used for another request. */
+export const KEY_REUSED_MESSAGE = `this ${IDEMPOTENCY_KEY_HEADER} was already used for another request (another method, path or body); send a new key with a new request`;
+
+/** What an attempt is told that ran past its lease and was taken over by a repeat. */
+export const TAKEN_OVER_MESSAGE = `a repeat of this request took its ${IDEMPOTENCY_KEY_HEADER} over after the key's lease ran out, and nothing was changed by this one; the repeat's answer is the one that counts`;
+
+/** A repeat's hint: the first request is likely done by then (IDEMPOTENCY_LEASE bounds a dead one). */
+export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
+
+/** An attempt whose lease a repeat took over: its answer is not the key's. */
+class TakenOver extends HttpErrorWithHeaders {}
+
+interface Route {
+  isolation: IsolationLevel;
+  /** The status its success answers with. */
+  status: number;
+}
+
+/**
+ * `@Idempotent()` routes, with an `Idempotency-Key` (docs/decisions.md, "Idempotency keys"):
+ * the first request with a key runs in one transaction with the storing of its answer, so its
+ * change and its answer are committed together or not at all; a repeat gets that answer, byte
+ * for byte, with `Idempotent-Replayed: true`. Without the header nothing changes.
+ */
+@Injectable()
+export class IdempotencyInterceptor implements NestInterceptor {
+  private readonly routes = new WeakMap<object, Route>();
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly reflector: Reflector,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context
+      .switchToHttp()
+      .getRequest<AdmittedRequest & RequestWithRawBody>();
+    const key = idempotencyKeyOf(request);
+    if (key === undefined) return next.handle();
+    const bearer = request.bearer;
+    if (!bearer) {
+      throw new Error(
+        `@Idempotent() keys are kept per caller, so ${request.method} ${request.path} must require a token (@RequireScopes)`,
+      );
+    }
+    const keyed: KeyedRequest = {
+      caller: `token:${bearer.id}`,
+      key,
+      fingerprint: fingerprintOf(request),
+    };
+    return from(
+      this.answer(keyed, this.routeOf(context), request.method, next),
+    );
+  }
+
+  private async answer(
+    request: KeyedRequest,
+    route: Route,
+    method: string,
+    next: CallHandler,
+  ): Promise<RecordedAnswer> {
+    const claim = await this.store.claim(request);
+    switch (claim.outcome) {
+      case 'replay':
+        return claim.answer.with({ [REPLAYED_HEADER]: 'true' });
+      case 'mismatch':
+        throw new HttpErrorWithHeaders(
+          HttpStatus.BAD_REQUEST,
+          KEY_REUSED_MESSAGE,
+          {},
+        );
+      case 'in-flight':
+        throw new HttpErrorWithHeaders(HttpStatus.CONFLICT, IN_FLIGHT_MESSAGE, {
+          'Retry-After': String(IN_FLIGHT_RETRY_AFTER_SECONDS),
+        });
+    }
+    const { leaseId } = claim;
+    try {
+      return await this.dataSource.transaction(route.isolation, async () => {
+        const result: unknown = await lastValueFrom(next.handle(), {
+          defaultValue: undefined,
+        });
+        const answer = new RecordedAnswer(
+          route.status,
+          {},
+          stringifyLosslessJson(result),
+        );
+        if (!(await this.store.record(request, leaseId, answer))) {
+          throw new TakenOver(HttpStatus.CONFLICT, TAKEN_OVER_MESSAGE, {});
+        }
+        return answer;
+      });
+    } catch (error) {
+      if (!(error instanceof TakenOver)) {
+        await this.keepOrFree(request, leaseId, toErrorAnswer(error, method));
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A refusal (4xx) is the request's answer, kept like a success: the request was not done,
+   * and its repeat is told so again. A 429 or a 5xx is no answer to the request: its key is
+   * freed, so that a repeat runs it anew. A database too far gone to take either leaves the
+   * key to its lease.
+   */
+  private async keepOrFree(
+    request: KeyedRequest,
+    leaseId: string,
+    { body, headers }: ReturnType<typeof toErrorAnswer>,
+  ): Promise<void> {
+    const kept =
+      body.error < 500 && body.error !== Number(HttpStatus.TOO_MANY_REQUESTS);
+    try {
+      if (kept) {
+        await this.store.record(
+          request,
+          leaseId,
+          new RecordedAnswer(body.error, headers, stringifyLosslessJson(body)),
+        );
+      } else {
+        await this.store.release(request, leaseId);
+      }
+    } catch {
+      // the lease runs out on its own (IDEMPOTENCY_LEASE)
+    }
+  }
+
+  private routeOf(context: ExecutionContext): Route {
+    const handler = context.getHandler();
+    let route = this.routes.get(handler);
+    if (route === undefined) {
+      const options =
+        this.reflector.get<IdempotentOptions | undefined>(
+          IDEMPOTENT_OPTIONS,
+          handler,
+        ) ?? {};
+      route = {
+        isolation: options.isolation ?? 'SERIALIZABLE',
+        status:
+          this.reflector.get<number | undefined>(HTTP_CODE_METADATA, handler) ??
+          HttpStatus.CREATED,
+      };
+      this.routes.set(handler, route);
+    }
+    return route;
+  }
+}

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { appConfig, type AppConfig } from '../config/app.config';
+import { EntitySql } from '../database/entity-sql';
+import { IdempotentRequest } from './idempotent-request.entity';
+import { RecordedAnswer } from '../http/recorded-answer';
+
+/** Claims of a key that keeps being freed under it, before its request is told to retry. */
+const CLAIM_ATTEMPTS = 3;
+
+/** A request with a key: whose, which key, and what it asks. */
+export interface KeyedRequest {
+  caller: string;
+  key: string;
+  fingerprint: string;
+}
+
+/** What a request with a key is to do, from what its key holds. */
+export type Claim =
+  /** Run it: the key is leased to this attempt (`leaseId`) until it is answered. */
+  | { outcome: 'run'; leaseId: string }
+  /** Answer with what the first request was answered. */
+  | { outcome: 'replay'; answer: RecordedAnswer }
+  /** The key was used for another request (another method, path or body). */
+  | { outcome: 'mismatch' }
+  /** A request with this key runs now, and its lease has not run out. */
+  | { outcome: 'in-flight' };
+
+/**
+ * The keys and their answers in the database, where every instance meets them. Each step is
+ * one statement, so the database decides between concurrent requests with one key: exactly
+ * one gets the lease, and an answer is stored only under the lease it was run with.
+ */
+@Injectable()
+export class IdempotencyStore {
+  private readonly keys: EntitySql<IdempotentRequest>;
+  private readonly claimStatement: string;
+  private readonly recordStatement: string;
+  private readonly releaseStatement: string;
+  private readonly findStatement: string;
+  private readonly sweepStatement: string;
+
+  constructor(
+    @InjectDataSource() dataSource: DataSource,
+    @Inject(appConfig.KEY) private readonly config: AppConfig,
+  ) {
+    this.keys = new EntitySql(dataSource, IdempotentRequest);
+    const $ = this.keys.parameter;
+    const row = `"caller" = ${$(1)} AND "idempotency_key" = ${$(2)}`;
+    const current = (column: string) => `"idempotency_keys"."${column}"`;
+    // a key is free once expired, and taken over once the lease of an unanswered attempt at
+    // the same request ran out; $6 is now
+    this.claimStatement =
+      `INSERT INTO "idempotency_keys" ("caller", "idempotency_key", "fingerprint", "lease_id", ` +
+      `"lease_expires_at", "status", "headers", "body", "created_at", "expires_at") ` +
+      `VALUES (${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, NULL, NULL, NULL, ${$(6)}, ${$(7)}) ` +
+      `ON CONFLICT ("caller", "idempotency_key") DO UPDATE SET ` +
+      `"fingerprint" = excluded."fingerprint", "lease_id" = excluded."lease_id", ` +
+      `"lease_expires_at" = excluded."lease_expires_at", "status" = NULL, "headers" = NULL, ` +
+      `"body" = NULL, "created_at" = excluded."created_at", "expires_at" = excluded."expires_at" ` +
+      `WHERE ${current('expires_at')} <= ${$(6)} OR (${current('status')} IS NULL ` +
+      `AND ${current('lease_expires_at')} <= ${$(6)} AND ${current('fingerprint')} = excluded."fingerprint")`;
+    this.findStatement = `SELECT * FROM "idempotency_keys" WHERE ${row}`;
+    this.recordStatement =
+      `UPDATE "idempotency_keys" SET "status" = ${$(4)}, "headers" = ${$(5)}, "body" = ${$(6)}, ` +
+      `"lease_id" = NULL, "lease_expires_at" = NULL WHERE ${row} AND "lease_id" = ${$(3)}`;
+    this.releaseStatement = `DELETE FROM "idempotency_keys" WHERE ${row} AND "lease_id" = ${$(3)}`;
+    this.sweepStatement =
+      `DELETE FROM "idempotency_keys" WHERE ("caller", "idempotency_key") IN ` +
+      `(SELECT "caller", "idempotency_key" FROM "idempotency_keys" WHERE "expires_at" <= ${$(1)} ` +
+      `AND ("lease_expires_at" IS NULL OR "lease_expires_at" <= ${$(1)}) ` +
+      `ORDER BY "expires_at" LIMIT ${$(2)})`;
+  }
+
+  /** Leases the key to this attempt, or says why not. */
+  async claim(request: KeyedRequest, now = new Date()): Promise<Claim> {
+    const { ttlMs, leaseMs } = this.config.idempotency;
+    const at = (ms: number) => this.keys.stored('createdAt', new Date(ms));
+    // a key freed between the two statements (swept, released) is claimed again
+    for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt += 1) {
+      const leaseId = randomUUID();
+      const claimed = await this.keys.execute(this.claimStatement, [
+        request.caller,
+        request.key,
+        request.fingerprint,
+        leaseId,
+        at(now.getTime() + leaseMs),
+        at(now.getTime()),
+        at(now.getTime() + ttlMs),
+      ]);
+      if (claimed === 1) return { outcome: 'run', leaseId };
+      const held = await this.keys.selectOne(this.findStatement, [
+        request.caller,
+        request.key,
+      ]);
+      if (held === undefined || held.expiresAt <= now) continue;
+      if (held.fingerprint !== request.fingerprint) {
+        return { outcome: 'mismatch' };
+      }
+      if (held.status === null) return { outcome: 'in-flight' };
+      return {
+        outcome: 'replay',
+        answer: new RecordedAnswer(
+          held.status,
+          JSON.parse(held.headers ?? '{}') as Record<string, string>,
+          held.body ?? '',
+        ),
+      };
+    }
+    return { outcome: 'in-flight' };
+  }
+
+  /**
+   * Stores the answer under the attempt's lease: in the transaction the request ran in, when
+   * it succeeded, so that its change and its answer are committed together. False when the
+   * lease is no longer this attempt's (a repeat took the key over after it ran out).
+   */
+  async record(
+    request: KeyedRequest,
+    leaseId: string,
+    answer: RecordedAnswer,
+  ): Promise<boolean> {
+    const changed = await this.keys.execute(this.recordStatement, [
+      request.caller,
+      request.key,
+      leaseId,
+      answer.status,
+      JSON.stringify(answer.headers),
+      answer.body,
+    ]);
+    return changed === 1;
+  }
+
+  /** Frees the key of an attempt whose answer is not kept (5xx, 429): a repeat runs anew. */
+  async release(request: KeyedRequest, leaseId: string): Promise<void> {
+    await this.keys.execute(this.releaseStatement, [
+      request.caller,
+      request.key,
+      leaseId,
+    ]);
+  }
+
+  /** Deletes at most `limit` keys expired at `now`, oldest first; says how many. */
+  sweep(now: Date, limit: number): Promise<number> {
+    return this.keys.execute(this.sweepStatement, [
+      this.keys.stored('expiresAt', now),
+      limit,
+    ]);
+  }
+}
