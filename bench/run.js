@@ -296,6 +296,8 @@ async function dropPostgresDatabases(adminUrl, databases) {
 
 function scenarios(token, round) {
   let nextId = 1_000_000_000_000 + round * 100_000_000;
+  // the keyed creates' ids, apart from the plain creates' of the same round
+  let keyedId = 5_000_000_000_000 + round * 100_000_000;
   const auth = { authorization: `Bearer ${token}` };
   return [
     {
@@ -322,15 +324,15 @@ function scenarios(token, round) {
           method: 'POST',
           path: '/plants',
           setupRequest: (request) => {
-            nextId += 1;
+            keyedId += 1;
             return {
               ...request,
               headers: {
                 ...auth,
                 'content-type': 'application/json',
-                'idempotency-key': `bench-${nextId}`,
+                'idempotency-key': `bench-${keyedId}`,
               },
-              body: `{"id":${nextId},"name":"Bench Fern","tag":"bench"}`,
+              body: `{"id":${keyedId},"name":"Bench Fern","tag":"bench"}`,
             };
           },
         },

@@ -17,7 +17,14 @@ export interface RequestWithRawBody extends Request {
  * characters (0x21 to 0x7E, so no spaces): anything else is a 400 that says what is wrong.
  */
 export function idempotencyKeyOf(request: Request): string | undefined {
-  const values = request.headersDistinct['idempotency-key'];
+  // headersDistinct tells a repeated header from one value; injected requests lack it
+  const distinct = request.headersDistinct as
+    | Record<string, string[] | undefined>
+    | undefined;
+  const joined = request.headers['idempotency-key'];
+  const values =
+    distinct?.['idempotency-key'] ??
+    (joined === undefined ? undefined : [String(joined)]);
   if (values === undefined) return undefined;
   if (values.length > 1) {
     throw new BadRequestException(
