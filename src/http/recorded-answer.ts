@@ -1,6 +1,5 @@
 import type { Response } from 'express';
-
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+import { JSON_CONTENT_TYPE } from '../common/json/lossless-json-response';
 
 /**
  * An answer recorded in full, status, headers and JSON text, to be written as it is: what a

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BadRequestException } from '@nestjs/common';
+import { BadRequestException, type RawBodyRequest } from '@nestjs/common';
 import type { Request } from 'express';
 
 /** The request header a client names its attempt with (draft-ietf-httpapi-idempotency-key-header). */
@@ -7,31 +7,27 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 export const MAX_KEY_LENGTH = 255;
 
-/** A request as JsonBodyGuard leaves it: the body's bytes beside the parsed body. */
-export interface RequestWithRawBody extends Request {
-  rawBody?: Buffer;
-}
-
 /**
  * The request's Idempotency-Key; undefined without one. A key is 1 to 255 visible ASCII
  * characters (0x21 to 0x7E, so no spaces): anything else is a 400 that says what is wrong.
  */
 export function idempotencyKeyOf(request: Request): string | undefined {
-  // headersDistinct tells a repeated header from one value; injected requests lack it
-  const distinct = request.headersDistinct as
-    | Record<string, string[] | undefined>
-    | undefined;
-  const joined = request.headers['idempotency-key'];
-  const values =
-    distinct?.['idempotency-key'] ??
-    (joined === undefined ? undefined : [String(joined)]);
-  if (values === undefined) return undefined;
-  if (values.length > 1) {
+  const value = request.headers['idempotency-key'];
+  if (value === undefined) return undefined;
+  const key = String(value);
+  // Node joins a repeated header into one value; headersDistinct, built on first use and only
+  // here, tells them apart (an injected request has none)
+  const sent =
+    (
+      request.headersDistinct as
+        | Partial<typeof request.headersDistinct>
+        | undefined
+    )?.['idempotency-key']?.length ?? 1;
+  if (sent > 1) {
     throw new BadRequestException(
-      `send one ${IDEMPOTENCY_KEY_HEADER} header, got ${values.length}`,
+      `send one ${IDEMPOTENCY_KEY_HEADER} header, got ${sent}`,
     );
   }
-  const key = values[0];
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
     throw new BadRequestException(
       `${IDEMPOTENCY_KEY_HEADER} must be 1 to ${MAX_KEY_LENGTH} characters long, got ${key.length}`,
@@ -50,7 +46,7 @@ export function idempotencyKeyOf(request: Request): string | undefined {
  * What makes two requests the same request: the method, the path with its query, and the
  * exact bytes of the body, as SHA-256 in base64url (43 characters).
  */
-export function fingerprintOf(request: RequestWithRawBody): string {
+export function fingerprintOf(request: RawBodyRequest<Request>): string {
   return createHash('sha256')
     .update(`${request.method} ${request.originalUrl}\n`)
     .update(request.rawBody ?? Buffer.alloc(0))

@@ -1,9 +1,12 @@
 import {
+  BadRequestException,
+  ConflictException,
   HttpStatus,
   Injectable,
   type CallHandler,
   type ExecutionContext,
   type NestInterceptor,
+  type RawBodyRequest,
 } from '@nestjs/common';
 import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
 import { Reflector } from '@nestjs/core';
@@ -14,18 +17,17 @@ import type { AdmittedRequest } from '../auth/request-admission';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { toErrorAnswer } from '../common/filters/all-exceptions.filter';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
+import { RecordedAnswer } from '../http/recorded-answer';
 import type { IsolationLevel } from '../database/portable-data-source';
 import {
   fingerprintOf,
   IDEMPOTENCY_KEY_HEADER,
   idempotencyKeyOf,
-  type RequestWithRawBody,
 } from './idempotency-key';
 import { IdempotencyStore, type KeyedRequest } from './idempotency.store';
 
 /** The header that marks an answer as the stored answer of an earlier request. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
-import { RecordedAnswer } from '../http/recorded-answer';
 
 export const IDEMPOTENT_OPTIONS = 'plant-store:idempotent';
 
@@ -50,7 +52,7 @@ export const TAKEN_OVER_MESSAGE = `a repeat of this request took its ${IDEMPOTEN
 export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
 
 /** An attempt whose lease a repeat took over: its answer is not the key's. */
-class TakenOver extends HttpErrorWithHeaders {}
+class TakenOver extends ConflictException {}
 
 interface Route {
   isolation: IsolationLevel;
@@ -77,7 +79,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context
       .switchToHttp()
-      .getRequest<AdmittedRequest & RequestWithRawBody>();
+      .getRequest<RawBodyRequest<AdmittedRequest>>();
     const key = idempotencyKeyOf(request);
     if (key === undefined) return next.handle();
     const bearer = request.bearer;
@@ -107,11 +109,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       case 'replay':
         return claim.answer.with({ [REPLAYED_HEADER]: 'true' });
       case 'mismatch':
-        throw new HttpErrorWithHeaders(
-          HttpStatus.BAD_REQUEST,
-          KEY_REUSED_MESSAGE,
-          {},
-        );
+        throw new BadRequestException(KEY_REUSED_MESSAGE);
       case 'in-flight':
         throw new HttpErrorWithHeaders(HttpStatus.CONFLICT, IN_FLIGHT_MESSAGE, {
           'Retry-After': String(IN_FLIGHT_RETRY_AFTER_SECONDS),
@@ -129,7 +127,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
           stringifyLosslessJson(result),
         );
         if (!(await this.store.record(request, leaseId, answer))) {
-          throw new TakenOver(HttpStatus.CONFLICT, TAKEN_OVER_MESSAGE, {});
+          throw new TakenOver(TAKEN_OVER_MESSAGE);
         }
         return answer;
       });

@@ -6,7 +6,6 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   In,
   IsNull,
@@ -16,10 +15,7 @@ import {
   type ObjectLiteral,
 } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
-import {
-  isDatabaseBusy,
-  isDatabaseUnavailable,
-} from '../database/database-errors';
+import { PeriodicUpkeep } from '../database/periodic-upkeep';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -27,8 +23,6 @@ import { WebhookSubscription } from './webhook-subscription.entity';
 
 /** Rows one statement deletes: short enough that no lock is held for long. */
 export const RETENTION_BATCH = 1000;
-/** Between two batches, so that requests get the database in between (SQLite's one connection). */
-const BATCH_PAUSE_MS = 20;
 
 export interface Pruned {
   /** Pending deliveries of paused subscriptions past the retry window, marked failed. */
@@ -62,8 +56,8 @@ export class RetentionService
   implements OnApplicationBootstrap, BeforeApplicationShutdown
 {
   private readonly logger = new Logger(RetentionService.name);
-  private readonly shutdown = new AbortController();
-  private timer?: NodeJS.Timeout;
+  // the next run deletes what this one could not
+  private readonly upkeep: PeriodicUpkeep;
 
   constructor(
     @InjectRepository(WebhookDelivery)
@@ -73,56 +67,41 @@ export class RetentionService
     @InjectRepository(WebhookSubscription)
     private readonly subscriptions: Repository<WebhookSubscription>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
-  ) {}
+  ) {
+    this.upkeep = new PeriodicUpkeep({
+      intervalMs: config.retentionIntervalMs,
+      run: () => this.run(),
+      logger: this.logger,
+      failure: 'retention could not delete old events',
+    });
+  }
 
   onApplicationBootstrap(): void {
-    this.schedule();
+    this.upkeep.start();
   }
 
   beforeApplicationShutdown(): void {
-    clearTimeout(this.timer);
-    this.shutdown.abort();
-  }
-
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      void this.run().finally(() => {
-        if (!this.shutdown.signal.aborted) this.schedule();
-      });
-    }, this.config.retentionIntervalMs);
-    this.timer.unref();
+    this.upkeep.stop();
   }
 
   private async run(): Promise<void> {
-    try {
-      const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
-        new Date(),
+    const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
+      new Date(),
+    );
+    if (givenUp > 0) {
+      this.logger.warn(
+        `retention: gave up ${givenUp} webhook deliveries of paused subscriptions not delivered within the retry window`,
       );
-      if (givenUp > 0) {
-        this.logger.warn(
-          `retention: gave up ${givenUp} webhook deliveries of paused subscriptions not delivered within the retry window`,
-        );
-      }
-      if (cursorsMoved > 0) {
-        this.logger.warn(
-          `retention: ${cursorsMoved} webhook subscriptions paused for longer than the retry window gave up their events from before it`,
-        );
-      }
-      if (deliveries + events > 0) {
-        this.logger.log(
-          `retention: deleted ${deliveries} webhook deliveries and ${events} events`,
-        );
-      }
-    } catch (error) {
-      // the next run deletes what this one could not
-      if (
-        this.shutdown.signal.aborted ||
-        isDatabaseUnavailable(error) ||
-        isDatabaseBusy(error)
-      ) {
-        return;
-      }
-      this.logger.error(error, 'retention could not delete old events');
+    }
+    if (cursorsMoved > 0) {
+      this.logger.warn(
+        `retention: ${cursorsMoved} webhook subscriptions paused for longer than the retry window gave up their events from before it`,
+      );
+    }
+    if (deliveries + events > 0) {
+      this.logger.log(
+        `retention: deleted ${deliveries} webhook deliveries and ${events} events`,
+      );
     }
   }
 
@@ -266,10 +245,9 @@ export class RetentionService
     for (;;) {
       const rows = await find(RETENTION_BATCH);
       if (rows.length > 0) changed += await change(rows.map(({ id }) => id));
-      if (rows.length < RETENTION_BATCH || this.shutdown.signal.aborted) {
+      if (rows.length < RETENTION_BATCH || !(await this.upkeep.nextBatch())) {
         return changed;
       }
-      await sleep(BATCH_PAUSE_MS);
     }
   }
 }

@@ -1,3 +1,4 @@
+import type { RawBodyRequest } from '@nestjs/common';
 import { parse as parseContentType } from 'content-type';
 import { raw, type Request, type Response } from 'express';
 import { parseLosslessJson } from './lossless-json';
@@ -132,7 +133,7 @@ export function createJsonBodyReader(limitBytes: number) {
           req.body = undefined;
         } else {
           // kept for Idempotency-Key, whose fingerprint is of the bytes as sent
-          (req as Request & { rawBody?: Buffer }).rawBody = bytes;
+          (req as RawBodyRequest<Request>).rawBody = bytes;
           req.body = parseBody(req, bytes);
         }
         resolve();

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { stringifyLosslessJson } from './lossless-json';
 
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
  * Whether express's `res.send` would write the text as it is: it parses and rewrites the
