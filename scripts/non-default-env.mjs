@@ -52,6 +52,9 @@ const VALUES = {
   EVENTS_RETENTION: '1d',
   EVENTS_FAILED_RETENTION: '2d',
   RETENTION_INTERVAL: '1h',
+  // keys that expire, and leases that end, at once: no repeat would be replayed or held
+  IDEMPOTENCY_TTL: '1ms',
+  IDEMPOTENCY_LEASE: '1ms',
 };
 
 const example = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
