@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from './helpers/test-app';
 import {
   IN_FLIGHT_MESSAGE,
   KEY_REUSED_MESSAGE,
-} from '../src/idempotency/idempotency.interceptor';
+} from '../src/idempotency/idempotency.runner';
 
 /** A receiver nobody listens on: subscriptions to it make the service write its events. */
 const NOWHERE = 'http://127.0.0.1:9/hooks';
@@ -138,13 +138,20 @@ describe('Idempotency-Key on creates', () => {
       expect(await plantsWithId(plant.id)).toBe(0);
     });
 
-    it('gets a validation refusal again, and nothing is created', async () => {
-      const first = await post({ id: nextId++ }, 'invalid-1');
+    it('stores no validation refusal: the request never ran, so the key may carry the corrected request', async () => {
+      const id = nextId++;
+      const first = await post({ id }, 'invalid-1');
       expect(first.status).toBe(400);
       expect(first.body).toEqual({ error: 400, message: 'name is required' });
-      const again = await post({ id: nextId - 1 }, 'invalid-1');
+      const again = await post({ id }, 'invalid-1');
       expect(again.text).toBe(first.text);
-      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      expect(await storedKeys('invalid-1')).toEqual([]);
+      expect(await plantsWithId(id)).toBe(0);
+      const corrected = await post({ id, name: 'Fixed Fern' }, 'invalid-1');
+      expect(corrected.status).toBe(200);
+      expect(corrected.headers['idempotent-replayed']).toBeUndefined();
+      expect(await plantsWithId(id)).toBe(1);
     });
 
     it('is answered once a client dropped its connection before reading the answer', async () => {

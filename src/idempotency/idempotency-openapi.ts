@@ -11,7 +11,7 @@ import {
   KEY_REUSED_MESSAGE,
   REPLAYED_HEADER,
   TAKEN_OVER_MESSAGE,
-} from './idempotency.interceptor';
+} from './idempotency.runner';
 
 const IN_FLIGHT = errorExamples(409, {
   'Same key, first request still running': IN_FLIGHT_MESSAGE,

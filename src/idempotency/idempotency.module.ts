@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { IdempotencySweeper } from './idempotency-sweeper';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { IdempotencyRunner } from './idempotency.runner';
 import { IdempotencyStore } from './idempotency.store';
 import { IdempotentRequest } from './idempotent-request.entity';
 
@@ -12,7 +12,7 @@ import { IdempotentRequest } from './idempotent-request.entity';
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([IdempotentRequest])],
-  providers: [IdempotencyStore, IdempotencyInterceptor, IdempotencySweeper],
-  exports: [IdempotencyStore, IdempotencyInterceptor],
+  providers: [IdempotencyStore, IdempotencyRunner, IdempotencySweeper],
+  exports: [IdempotencyStore, IdempotencyRunner],
 })
 export class IdempotencyModule {}

@@ -3,15 +3,10 @@ import {
   ConflictException,
   HttpStatus,
   Injectable,
-  type CallHandler,
-  type ExecutionContext,
-  type NestInterceptor,
   type RawBodyRequest,
 } from '@nestjs/common';
-import { HTTP_CODE_METADATA } from '@nestjs/common/constants';
-import { Reflector } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { from, lastValueFrom, type Observable } from 'rxjs';
+import type { Response } from 'express';
 import type { DataSource } from 'typeorm';
 import type { AdmittedRequest } from '../auth/request-admission';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
@@ -28,8 +23,6 @@ import { IdempotencyStore, type KeyedRequest } from './idempotency.store';
 
 /** The header that marks an answer as the stored answer of an earlier request. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
-
-export const IDEMPOTENT_OPTIONS = 'plant-store:idempotent';
 
 export interface IdempotentOptions {
   /**
@@ -54,34 +47,30 @@ export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
 /** An attempt whose lease a repeat took over: its answer is not the key's. */
 class TakenOver extends ConflictException {}
 
-interface Route {
-  isolation: IsolationLevel;
-  /** The status its success answers with. */
-  status: number;
-}
+/** A request an `@Idempotent()` handler is called for: admitted, its body kept as sent. */
+export type IdempotentRequest = RawBodyRequest<AdmittedRequest>;
 
 /**
- * `@Idempotent()` routes, with an `Idempotency-Key` (docs/decisions.md, "Idempotency keys"):
- * the first request with a key runs in one transaction with the storing of its answer, so its
- * change and its answer are committed together or not at all; a repeat gets that answer, byte
- * for byte, with `Idempotent-Replayed: true`. Without the header nothing changes.
+ * Runs the handlers of `@Idempotent()` routes (idempotent.decorator.ts) with an
+ * `Idempotency-Key` (docs/decisions.md, "Idempotency keys"): the first request with a key runs
+ * in one transaction with the storing of its answer, so its change and its answer are committed
+ * together or not at all; a repeat gets that answer, byte for byte, with
+ * `Idempotent-Replayed: true`. Without the header the handler is called as it is.
  */
 @Injectable()
-export class IdempotencyInterceptor implements NestInterceptor {
-  private readonly routes = new WeakMap<object, Route>();
-
+export class IdempotencyRunner {
   constructor(
     private readonly store: IdempotencyStore,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly reflector: Reflector,
   ) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const request = context
-      .switchToHttp()
-      .getRequest<RawBodyRequest<AdmittedRequest>>();
+  run(
+    request: IdempotentRequest,
+    isolation: IsolationLevel,
+    handle: () => unknown,
+  ): unknown {
     const key = idempotencyKeyOf(request);
-    if (key === undefined) return next.handle();
+    if (key === undefined) return handle();
     const bearer = request.bearer;
     if (!bearer) {
       throw new Error(
@@ -93,18 +82,16 @@ export class IdempotencyInterceptor implements NestInterceptor {
       key,
       fingerprint: fingerprintOf(request),
     };
-    return from(
-      this.answer(keyed, this.routeOf(context), request.method, next),
-    );
+    return this.answer(keyed, isolation, request, handle);
   }
 
   private async answer(
-    request: KeyedRequest,
-    route: Route,
-    method: string,
-    next: CallHandler,
+    keyed: KeyedRequest,
+    isolation: IsolationLevel,
+    request: IdempotentRequest,
+    handle: () => unknown,
   ): Promise<RecordedAnswer> {
-    const claim = await this.store.claim(request);
+    const claim = await this.store.claim(keyed);
     switch (claim.outcome) {
       case 'replay':
         return claim.answer.with({ [REPLAYED_HEADER]: 'true' });
@@ -117,23 +104,26 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
     const { leaseId } = claim;
     try {
-      return await this.dataSource.transaction(route.isolation, async () => {
-        const result: unknown = await lastValueFrom(next.handle(), {
-          defaultValue: undefined,
-        });
+      return await this.dataSource.transaction(isolation, async () => {
+        const result: unknown = await handle();
         const answer = new RecordedAnswer(
-          route.status,
+          // Nest sets the route's status (201, or its @HttpCode) before calling the handler
+          (request.res as Response).statusCode,
           {},
           stringifyLosslessJson(result),
         );
-        if (!(await this.store.record(request, leaseId, answer))) {
+        if (!(await this.store.record(keyed, leaseId, answer))) {
           throw new TakenOver(TAKEN_OVER_MESSAGE);
         }
         return answer;
       });
     } catch (error) {
       if (!(error instanceof TakenOver)) {
-        await this.keepOrFree(request, leaseId, toErrorAnswer(error, method));
+        await this.keepOrFree(
+          keyed,
+          leaseId,
+          toErrorAnswer(error, request.method),
+        );
       }
       throw error;
     }
@@ -165,25 +155,5 @@ export class IdempotencyInterceptor implements NestInterceptor {
     } catch {
       // the lease runs out on its own (IDEMPOTENCY_LEASE)
     }
-  }
-
-  private routeOf(context: ExecutionContext): Route {
-    const handler = context.getHandler();
-    let route = this.routes.get(handler);
-    if (route === undefined) {
-      const options =
-        this.reflector.get<IdempotentOptions | undefined>(
-          IDEMPOTENT_OPTIONS,
-          handler,
-        ) ?? {};
-      route = {
-        isolation: options.isolation ?? 'SERIALIZABLE',
-        status:
-          this.reflector.get<number | undefined>(HTTP_CODE_METADATA, handler) ??
-          HttpStatus.CREATED,
-      };
-      this.routes.set(handler, route);
-    }
-    return route;
   }
 }
