@@ -11,6 +11,7 @@ const e2e = {
   rootDir: __dirname,
   // SWC, as the unit tests (jest.unit.config.js)
   transform: unit.transform,
+  transformIgnorePatterns: unit.transformIgnorePatterns,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.e2e-spec\\.ts$',
   // a mutation run's sandbox copies the repository there

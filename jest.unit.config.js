@@ -1,13 +1,20 @@
 // @ts-check
 // The unit tests, beside the code they test: a project of jest.config.js, and the suite that
 // mutation testing (stryker.config.mjs) runs on its own.
-const { SWC_OPTIONS } = require('./test/helpers/swc-options');
+const { ESM_TO_COMMONJS, SWC_OPTIONS } = require('./test/helpers/swc-options');
 
 /**
  * TypeScript compiled as `nest build` compiles it, by SWC with the options of .swcrc: no type
  * checking (npm run lint does that), so a test file starts in milliseconds, not seconds.
  */
-const transform = { '^.+\\.ts$': ['@swc/jest', SWC_OPTIONS] };
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', SWC_OPTIONS],
+  // ESM-only packages, which Node's require() loads but jest's module system cannot
+  '/node_modules/jose/.+\\.js$': ['@swc/jest', ESM_TO_COMMONJS],
+};
+
+/** What `transform` compiles in node_modules; the rest is loaded as it is. */
+const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -15,6 +22,7 @@ module.exports = {
   testEnvironment: 'node',
   rootDir: `${__dirname}/src`,
   transform,
+  transformIgnorePatterns,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: '.*\\.spec\\.ts$',
   // the developer's settings never reach a test (test/helpers/hermetic-environment.ts)

@@ -55,6 +55,15 @@ const VALUES = {
   // keys that expire, and leases that end, at once: no repeat would be replayed or held
   IDEMPOTENCY_TTL: '1ms',
   IDEMPOTENCY_LEASE: '1ms',
+  // an identity provider nobody can reach: readiness would say 503, and its tokens be refused
+  OIDC_ISSUER: 'https://developer.example.invalid/realms/dev',
+  OIDC_AUDIENCE: 'developer',
+  OIDC_JWKS_URL: 'https://developer.example.invalid/jwks',
+  OIDC_ALGORITHMS: 'ES512',
+  OIDC_CLOCK_TOLERANCE: '0s',
+  OIDC_SCOPE_CLAIM: 'roles',
+  OIDC_JWKS_COOLDOWN: '1h',
+  OIDC_JWKS_MAX_AGE: '1ms',
 };
 
 const example = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
+import { oidcConfig } from './auth/oidc/oidc.config';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
 import { ShutdownModule } from './http/shutdown.module';
@@ -23,7 +24,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     ConfigModule.forRoot({
       isGlobal: true,
       ignoreEnvFile: true,
-      load: [appConfig, databaseConfig, webhooksConfig],
+      load: [appConfig, databaseConfig, webhooksConfig, oidcConfig],
     }),
     ShutdownModule,
     MetricsModule,

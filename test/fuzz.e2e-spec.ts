@@ -4,6 +4,7 @@ import { Agent } from 'node:http';
 import { portOf, sendRaw, type RawResponse } from './helpers/raw-http';
 import type { Doc } from './helpers/openapi-contract';
 import { ResponseContract } from './helpers/response-contract';
+import { IdentityProvider } from './helpers/identity-provider';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 const INT64_MIN = -(2n ** 63n);
@@ -397,5 +398,142 @@ describe('fuzzed requests against the real app (fast-check)', () => {
     expect(text).not.toContain(token);
     expect(text).not.toContain(token.slice(4));
     expect(text).not.toMatch(/pst_[A-Za-z0-9_-]{43}/);
+  });
+});
+
+/** A JWT's parts as base64url of JSON, or of anything. */
+const segment = (json: fc.Arbitrary<unknown>) =>
+  fc.oneof(
+    json.map((value) =>
+      Buffer.from(JSON.stringify(value) ?? 'null').toString('base64url'),
+    ),
+    fc
+      .string({ unit: 'binary', maxLength: 40 })
+      .map((text) => Buffer.from(text).toString('base64url')),
+    fc.stringMatching(/^[\x21-\x7e]{0,30}$/),
+  );
+
+/** Tokens that look like an identity provider's, built to get past as many checks as they can. */
+function jwtLike(provider: IdentityProvider, validToken: string) {
+  const now = Math.floor(Date.now() / 1000);
+  const header = fc.record(
+    {
+      alg: fc.constantFrom(
+        'RS256',
+        'ES256',
+        'HS256',
+        'none',
+        'None',
+        'PS256',
+        'EdDSA',
+        '',
+        7,
+      ),
+      kid: fc.oneof(
+        fc.constantFrom('key-1', 'key-2'),
+        fc.string({ maxLength: 12 }),
+        fc.integer(),
+      ),
+      typ: fc.constantFrom('at+jwt', 'JWT', 'jwt', 'id+jwt', null),
+      crit: fc.constant(['exp']),
+      jku: fc.constant('http://127.0.0.1:1/jwks'),
+    },
+    { requiredKeys: ['alg'] },
+  );
+  const payload = fc.record(
+    {
+      iss: fc.constantFrom(provider.issuer, `${provider.issuer}/`, '', null),
+      aud: fc.oneof(
+        fc.constantFrom(provider.audience, ['x', provider.audience], []),
+        fc.integer(),
+      ),
+      sub: fc.oneof(
+        fc.string({ maxLength: 20 }),
+        fc.integer(),
+        fc.constant(null),
+      ),
+      exp: fc.oneof(
+        fc.integer({ min: now - 1000, max: now + 1000 }),
+        fc.double(),
+        fc.string(),
+      ),
+      nbf: fc.integer({ min: now - 1000, max: now + 1000 }),
+      scope: fc.oneof(
+        fc.constantFrom('plants:read', 'plants:write webhooks:manage'),
+        fc.array(fc.string(), { maxLength: 3 }),
+        fc.integer(),
+      ),
+      scp: fc.anything({ maxDepth: 2 }),
+    },
+    { requiredKeys: [] },
+  );
+  const [validHeader, validPayload, validSignature] = validToken.split('.');
+  return fc.oneof(
+    fc
+      .tuple(
+        segment(header),
+        segment(payload),
+        segment(fc.anything({ maxDepth: 1 })),
+      )
+      .map((parts) => parts.join('.')),
+    // a real token with one part swapped for garbage, or cut short
+    fc
+      .tuple(fc.nat(2), segment(payload))
+      .map(([part, garbage]) =>
+        [validHeader, validPayload, validSignature]
+          .map((value, i) => (i === part ? garbage : value))
+          .join('.'),
+      ),
+    fc.nat(validToken.length - 1).map((length) => validToken.slice(0, length)),
+    fc.stringMatching(/^[\x21-\x7e]{1,300}$/),
+  );
+}
+
+describe('fuzzed access tokens against the real app with an identity provider (fast-check)', () => {
+  let provider: IdentityProvider;
+  let testApp: TestApp;
+  let contract: ResponseContract;
+  let port: number;
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+
+  beforeAll(async () => {
+    provider = await IdentityProvider.start();
+    testApp = await startTestApp({ env: provider.env() });
+    port = await portOf(testApp.server);
+    contract = new ResponseContract(
+      (await testApp.http().get('/openapi.json')).body as Doc,
+    );
+  });
+
+  afterAll(async () => {
+    agent.destroy();
+    await testApp.close();
+    await provider.close();
+  });
+
+  it(`GET /plants: ${RUNS / 5} Authorization headers with JWT-like garbage, never a 5xx, never let in`, async () => {
+    const valid = await provider.token('alice', 'plants:read');
+    await fc.assert(
+      fc.asyncProperty(jwtLike(provider, valid), async (token) => {
+        const response = await sendRaw(port, {
+          method: 'GET',
+          path: '/plants',
+          headers: { Authorization: `Bearer ${token}` },
+          agent,
+        });
+        expect(response.status).toBeLessThan(500);
+        expect(
+          contract.check({
+            method: 'GET',
+            path: '/plants',
+            status: response.status,
+            contentType: response.headers['content-type'] as string,
+            text: response.text,
+          }),
+        ).toBeUndefined();
+        if (token !== valid) expect(response.status).not.toBe(200);
+      }),
+      { numRuns: RUNS / 5 },
+    );
   });
 });

@@ -13,3 +13,8 @@ export const AUTH_MESSAGES = {
 export function lacksScopesMessage(missing: readonly Scope[]): string {
   return `the bearer token lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(' ')}`;
 }
+
+/** The 401 of an identity provider's access token that does not pass, and why. */
+export function rejectedAccessTokenMessage(reason: string): string {
+  return `the bearer token is not a valid access token of the identity provider: ${reason}`;
+}

@@ -4,16 +4,24 @@ import { bearerTokenOf } from '../http/bearer-token';
 import { clientKeyOf } from '../rate-limit/client-key';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
-import type { ApiToken } from './api-token.entity';
+import { TOKEN_PREFIX } from '../http/token-format';
+import type { Bearer } from './bearer';
+import {
+  AccessTokenRejection,
+  IdentityProviderTokens,
+} from './oidc/identity-provider-tokens';
 import { TokensService } from './tokens.service';
 
 /** A request as RequestAdmission leaves it for BearerGuard. */
 export interface AdmittedRequest extends Request {
   /**
-   * The live token the request presented; null when the token it presented is unknown,
-   * revoked or expired; undefined when it presented none.
+   * Who the live token the request presented speaks for; null when the token it presented is
+   * unknown, revoked, expired or an access token that fails its checks; undefined when it
+   * presented none.
    */
-  bearer?: ApiToken | null;
+  bearer?: Bearer | null;
+  /** Why an access token was refused, for the 401's message. */
+  bearerRejection?: string;
 }
 
 /**
@@ -21,7 +29,9 @@ export interface AdmittedRequest extends Request {
  * paths, the docs and the OpenAPI document are limited like any route:
  * 1. an address blocked for guessing tokens gets 429 for any request with a token, before the
  *    token store is touched;
- * 2. a presented token is proven (or counted as a rejected guess) once, here;
+ * 2. a presented token is proven (or counted as a rejected guess) once, here: a `pst_` token
+ *    in the token store, any other as an identity provider's access token when OIDC_ISSUER is
+ *    set;
  * 3. the request is charged to its proven token, or else to its client address: a token that
  *    is not proven never chooses the counter.
  * Which routes need which token is BearerGuard's, after routing; no body has been read yet
@@ -31,6 +41,7 @@ export interface AdmittedRequest extends Request {
 export class RequestAdmission {
   constructor(
     private readonly tokens: TokensService,
+    private readonly identityProvider: IdentityProviderTokens,
     private readonly limiter: RateLimiter,
   ) {}
 
@@ -60,12 +71,33 @@ export class RequestAdmission {
       return this.limiter.chargeRequest(response, { address });
     }
     await this.limiter.refuseBlockedAddress(address);
-    const token = await this.tokens.authenticate(presented);
-    request.bearer = token ?? null;
-    if (!token) {
+    const bearer = await this.bearerOf(presented);
+    if (bearer instanceof AccessTokenRejection) {
+      request.bearer = null;
+      request.bearerRejection = bearer.reason;
+      // a provider out of reach is nobody's guess
+      if (!bearer.providerUnavailable) {
+        await this.limiter.countRejectedToken(address);
+      }
+      return this.limiter.chargeRequest(response, { address });
+    }
+    request.bearer = bearer ?? null;
+    if (!bearer) {
       await this.limiter.countRejectedToken(address);
       return this.limiter.chargeRequest(response, { address });
     }
-    return this.limiter.chargeRequest(response, { tokenId: token.id });
+    return this.limiter.chargeRequest(response, { caller: bearer.caller });
+  }
+
+  /** The caller of a token; undefined for an unknown token of ours. */
+  private async bearerOf(
+    presented: string,
+  ): Promise<Bearer | AccessTokenRejection | undefined> {
+    // a token of ours is never parsed as a JWT, whatever else is configured
+    if (this.identityProvider.enabled && !presented.startsWith(TOKEN_PREFIX)) {
+      return this.identityProvider.verify(presented);
+    }
+    const token = await this.tokens.authenticate(presented);
+    return token && { caller: `token:${token.id}`, scopes: token.scopes };
   }
 }

@@ -163,6 +163,50 @@ const httpUrl: Kind<string> = {
   must: 'an absolute http or https URL',
 };
 
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+
+/** https, or http to this machine alone (a test's or a lab's identity provider). */
+function isIdentityProviderUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (
+      url.protocol === 'https:' ||
+      (url.protocol === 'http:' &&
+        (LOOPBACK_HOSTS.has(url.hostname) || url.hostname.startsWith('127.')))
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** An identity provider's URL, kept exactly as written: an issuer is compared character for character. */
+const identityProviderUrl: Kind<string> = {
+  schema: readAs((value) => (isIdentityProviderUrl(value) ? value : undefined)),
+  must: 'an absolute https URL (http only on loopback)',
+};
+
+/** The signatures an access token may carry: public-key ones only, so never `none` or HMAC. */
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
+
+const jwtAlgorithms: Kind<string[]> = {
+  schema: z
+    .string()
+    .transform((value) => value.split(',').map((item) => item.trim()))
+    .pipe(z.array(z.enum(JWT_ALGORITHMS)).min(1)),
+  must: `a comma-separated list of ${JWT_ALGORITHMS.join(', ')}`,
+};
+
 /**
  * Whether the URL means what it says: a host, at most a database number, nothing after a `#`.
  * A password's raw `/`, `#` or `?` ends the userinfo early, leaving no host and the rest of
@@ -513,6 +557,46 @@ export const ENVIRONMENT_SCHEMA = z.object({
     duration(),
     '10s',
     'A request holding an Idempotency-Key keeps it from its repeats this long at most, should its process die',
+  ),
+  OIDC_ISSUER: variable(
+    identityProviderUrl,
+    undefined,
+    "Accept your identity provider's access tokens (JWTs) beside the service's own: its issuer URL, exactly as the tokens' iss; unset, only the service's tokens",
+  ),
+  OIDC_AUDIENCE: variable(
+    text,
+    undefined,
+    "With OIDC_ISSUER, required: the audience an access token must name in its aud, this service's identifier at the identity provider",
+  ),
+  OIDC_JWKS_URL: variable(
+    identityProviderUrl,
+    undefined,
+    "Where the issuer's signing keys are; unset, the jwks_uri of <OIDC_ISSUER>/.well-known/openid-configuration",
+  ),
+  OIDC_ALGORITHMS: variable(
+    jwtAlgorithms,
+    'RS256,ES256,PS256,EdDSA',
+    'The signature algorithms an access token may use; public-key ones only',
+  ),
+  OIDC_CLOCK_TOLERANCE: variable(
+    duration({ zero: true }),
+    '30s',
+    "How far an access token's exp, nbf and iat may be off this machine's clock",
+  ),
+  OIDC_SCOPE_CLAIM: variable(
+    text,
+    undefined,
+    'The claim that holds the scopes, a space-separated string or an array; unset, scope, else scp',
+  ),
+  OIDC_JWKS_COOLDOWN: variable(
+    duration(),
+    '30s',
+    "The least time between two fetches of the issuer's keys: tokens with unknown key ids fetch them at most this often",
+  ),
+  OIDC_JWKS_MAX_AGE: variable(
+    duration(),
+    '10m',
+    "The issuer's keys are fetched again once this old, so that a key it dropped stops working",
   ),
 });
 

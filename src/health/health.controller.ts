@@ -13,6 +13,7 @@ import {
 import { HealthCheckService } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/decorators/public.decorator';
+import { IdentityProviderTokens } from '../auth/oidc/identity-provider-tokens';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { SHUTTING_DOWN_MESSAGE, ShutdownGate } from '../http/shutdown-gate';
@@ -40,6 +41,7 @@ export class HealthController {
     private readonly dataSource: DataSource,
     private readonly shutdown: ShutdownGate,
     private readonly availability: DatabaseAvailability,
+    private readonly identityProvider: IdentityProviderTokens,
   ) {}
 
   @Get('live')
@@ -57,15 +59,18 @@ export class HealthController {
   @ApiOperation({
     operationId: 'getReadiness',
     summary:
-      'Readiness: the service can reach its database and is not shutting down',
+      "Readiness: the service can reach its database (and, with OIDC_ISSUER, has its identity provider's keys) and is not shutting down",
   })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'The database answers', type: HealthStatusDto })
   @ApiServiceUnavailableResponse({
-    description: 'The database is unreachable, or the service is shutting down',
+    description:
+      "The database is unreachable, the identity provider's keys could not be fetched, or the service is shutting down",
     type: ErrorBody,
     examples: errorExamples(503, {
       'Database unreachable': DATABASE_UNREACHABLE,
+      'Identity provider unreachable':
+        "the identity provider's keys are out of reach (https://idp.example.com/.well-known/openid-configuration: fetch failed: connect ECONNREFUSED 203.0.113.7:443)",
       'Shutting down': SHUTTING_DOWN_MESSAGE,
     }),
   })
@@ -75,7 +80,7 @@ export class HealthController {
     }
     const now = Date.now();
     if (!this.latest || now - this.latest.startedAt >= READINESS_REUSE_MS) {
-      const latest = { startedAt: now, answer: this.pingDatabase() };
+      const latest = { startedAt: now, answer: this.checkDependencies() };
       this.latest = latest;
       // a failure is not kept: the next caller asks again, so readiness recovers at once
       latest.answer.catch(() => {
@@ -83,6 +88,20 @@ export class HealthController {
       });
     }
     return this.latest.answer;
+  }
+
+  private async checkDependencies(): Promise<HealthStatusDto> {
+    const answer = await this.pingDatabase();
+    if (!this.identityProvider.enabled) return answer;
+    try {
+      await this.identityProvider.ready();
+    } catch (error) {
+      throw new ServiceUnavailableException((error as Error).message);
+    }
+    return {
+      ...answer,
+      info: { ...answer.info, identityProvider: { status: 'up' } },
+    };
   }
 
   private async pingDatabase(): Promise<HealthStatusDto> {

@@ -78,7 +78,7 @@ export class IdempotencyRunner {
       );
     }
     const keyed: KeyedRequest = {
-      caller: `token:${bearer.id}`,
+      caller: bearer.caller,
       key,
       fingerprint: fingerprintOf(request),
     };

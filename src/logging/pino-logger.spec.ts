@@ -98,7 +98,11 @@ class FakeResponse extends EventEmitter {
 describe('createRequestLogger', () => {
   function logOne(
     level: string,
-    request: { url?: string; headers?: Record<string, string> },
+    request: {
+      url?: string;
+      headers?: Record<string, string>;
+      bearer?: { caller: string };
+    },
     finish: (response: FakeResponse) => void,
   ) {
     const { logger, lines } = collectingLogger(level);
@@ -107,6 +111,7 @@ describe('createRequestLogger', () => {
       method: 'GET',
       originalUrl: request.url ?? '/plants',
       headers: request.headers ?? {},
+      bearer: request.bearer,
     } as unknown as RequestWithId;
     const next = jest.fn();
     createRequestLogger(logger)(req, response as unknown as Response, next);
@@ -140,6 +145,21 @@ describe('createRequestLogger', () => {
       }),
     ]);
     expect(JSON.stringify(lines)).not.toContain('secret');
+  });
+
+  it('names the caller of a proven token, and nothing of a request without one', () => {
+    const { lines } = logOne(
+      'info',
+      { url: '/plants', headers: {}, bearer: { caller: 'token:7f3c' } },
+      () => undefined,
+    );
+    expect(lines).toEqual([expect.objectContaining({ caller: 'token:7f3c' })]);
+    const anonymous = logOne(
+      'info',
+      { url: '/plants', headers: {} },
+      () => undefined,
+    );
+    expect(anonymous.lines[0]).not.toHaveProperty('caller');
   });
 
   it("names the request's trace and span when tracing is on, taken as it starts", () => {

@@ -71,6 +71,8 @@ export function loggableTarget(originalUrl: string): {
 /** Requests carry the id their log lines are tagged with. */
 export interface RequestWithId extends Request {
   id?: string;
+  /** Who its token speaks for, once proven (request-admission.ts): the access log names it. */
+  bearer?: { caller: string } | null;
 }
 
 /**
@@ -161,6 +163,8 @@ export function createRequestLogger(
           reqId: id,
           // behind a trusted proxy (TRUST_PROXY), the client it forwarded for
           client: request.ip,
+          // who, never the token itself: `token:<id>`, or an access token's subject
+          ...(request.bearer ? { caller: request.bearer.caller } : {}),
           method: request.method,
           ...loggableTarget(request.originalUrl),
           ...(aborted && !response.headersSent ? {} : { statusCode }),

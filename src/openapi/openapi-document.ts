@@ -307,7 +307,7 @@ export async function buildOpenApiDocument(
         type: 'http',
         scheme: 'bearer',
         description:
-          'An API token (pst_...) issued by `node dist/cli.js tokens create`. Scopes: ' +
+          'An API token (pst_...) issued by `node dist/cli.js tokens create`; or, where the service is set up with an identity provider (OIDC_ISSUER), an access token (a JWT) that the provider issued for this service, its scopes in its `scope` or `scp` claim. Scopes: ' +
           scopes.describe(),
       })
       .addSecurityRequirements(BEARER_AUTH)

@@ -17,8 +17,8 @@ export function tooManyRequests(retryAfterMs: number, what: string) {
 
 export const REJECTED_TOKENS = 'rejected tokens from this address';
 
-/** Who a request is charged to: a proven token, or else the address it came from. */
-export type Payer = { tokenId: string } | { address: string };
+/** Who a request is charged to: the caller of a proven token (Bearer), or else the address it came from. */
+export type Payer = { caller: string } | { address: string };
 
 /**
  * The limits of docs/decisions.md, "Rate limits": requests per proven token or per client
@@ -40,8 +40,8 @@ export class RateLimiter {
   async chargeRequest(response: Response, payer: Payer): Promise<void> {
     const { perToken, perAddress, windowMs } = this.config.rateLimit;
     const [key, limit] =
-      'tokenId' in payer
-        ? [`requests:token:${payer.tokenId}`, perToken]
+      'caller' in payer
+        ? [`requests:${payer.caller}`, perToken]
         : [`requests:address:${payer.address}`, perAddress];
     const count = await this.tried(
       this.counters.hit(key, { windowMs, limit, blockMs: 0 }),
@@ -52,7 +52,7 @@ export class RateLimiter {
     response.setHeader('RateLimit-Reset', Math.ceil(count.resetMs / 1000));
     if (count.blockedMs > 0) {
       this.metrics.rateLimitRejections.inc({
-        limit: 'tokenId' in payer ? 'token' : 'address',
+        limit: 'caller' in payer ? 'token' : 'address',
       });
       throw tooManyRequests(count.blockedMs, 'requests');
     }

@@ -12,4 +12,12 @@ const SWC_OPTIONS = {
   swcrc: false,
 };
 
-module.exports = { SWC_OPTIONS };
+/** @type {import('@swc/core').Options} JavaScript modules (ESM) compiled to CommonJS for jest */
+const ESM_TO_COMMONJS = {
+  module: { type: 'commonjs' },
+  jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } },
+  sourceMaps: false,
+  swcrc: false,
+};
+
+module.exports = { ESM_TO_COMMONJS, SWC_OPTIONS };

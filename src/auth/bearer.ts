@@ -1,0 +1,13 @@
+/**
+ * Who a request's token says is calling, whichever kind of token it presented: one of the
+ * service's own (`pst_`), or an identity provider's access token, as
+ * docs/decisions.md, "Identity provider tokens" says.
+ */
+export interface Bearer {
+  /**
+   * What rate limits, idempotency keys and the access log know the caller by:
+   * `token:<id>` for a token of the service's, `jwt:<sub>@<iss>` for an access token.
+   */
+  readonly caller: string;
+  readonly scopes: readonly string[];
+}

@@ -1,0 +1,353 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type RemoteJWKSet,
+} from 'jose';
+import { ScopeCatalogue } from '../scopes';
+import type { Bearer } from '../bearer';
+import { oidcConfig, type OidcConfig, type OidcSettings } from './oidc.config';
+
+/** The most a discovery document or a key set may weigh: a real one is a few kilobytes. */
+export const MAX_DOCUMENT_BYTES = 512 * 1024;
+
+/** How long a fetch from the identity provider may take, answer and body. */
+export const FETCH_TIMEOUT_MS = 5000;
+
+/** `typ` of an access token (RFC 9068), or the plain `JWT` most providers write; any case. */
+const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt', 'jwt']);
+
+/** An access token that does not pass, and why, in words for its holder (the 401's message). */
+export class AccessTokenRejection {
+  constructor(
+    readonly reason: string,
+    /** Not the token's fault: the provider's keys could not be fetched. */
+    readonly providerUnavailable = false,
+  ) {}
+}
+
+/** Why the identity provider's keys are not there: what readiness and the log say. */
+export class IdentityProviderUnavailable extends Error {
+  override readonly name = 'IdentityProviderUnavailable';
+}
+
+/**
+ * Access tokens of the identity provider that OIDC_ISSUER names, checked as
+ * docs/decisions.md, "Identity provider tokens" says: JWTs signed by one of its keys (its
+ * JWKS), for this service's audience, within their lifetime. Its keys are fetched at boot
+ * without holding the boot up, kept for OIDC_JWKS_MAX_AGE, and fetched again for an unknown
+ * key id; never more often than once per OIDC_JWKS_COOLDOWN, so that tokens made up by anyone
+ * cannot make the service hammer the provider. A token that cannot be checked, for whatever
+ * reason, the provider's included, is no token (401), never a 5xx.
+ */
+@Injectable()
+export class IdentityProviderTokens implements OnApplicationBootstrap {
+  private readonly logger = new Logger(IdentityProviderTokens.name);
+  private readonly config: OidcConfig | undefined;
+  private keys?: RemoteJWKSet;
+  /** When each URL (discovery, keys) was last fetched, for the cooldown. */
+  private readonly lastFetchAt = new Map<string, number>();
+  private problem?: IdentityProviderUnavailable;
+  private discovery?: Promise<RemoteJWKSet | undefined>;
+
+  constructor(
+    @Inject(oidcConfig.KEY) { provider }: OidcSettings,
+    private readonly scopes: ScopeCatalogue,
+  ) {
+    this.config = provider;
+  }
+
+  get enabled(): boolean {
+    return this.config !== undefined;
+  }
+
+  onApplicationBootstrap(): void {
+    // in the background: a provider that is down must not keep the service from starting
+    if (this.config) void this.ready().catch(() => undefined);
+  }
+
+  /**
+   * Whether the provider's keys are at hand, fetching them if they never were.
+   * @throws IdentityProviderUnavailable, saying what is wrong, until they are
+   */
+  async ready(): Promise<void> {
+    const keys = await this.keySet();
+    if (!keys) throw this.problem!;
+    if (keys.jwks() === undefined) {
+      try {
+        await keys.reload();
+      } catch (error) {
+        throw this.unavailable(error);
+      }
+    }
+  }
+
+  /**
+   * The caller an access token speaks for; for a token that does not pass, why not: it is its
+   * holder's own token, and none of this is secret.
+   */
+  async verify(token: string): Promise<Bearer | AccessTokenRejection> {
+    const config = this.config!;
+    const keys = await this.keySet();
+    if (!keys) return new AccessTokenRejection(this.problem!.message, true);
+    try {
+      const { payload, protectedHeader } = await jwtVerify(token, keys, {
+        issuer: config.issuer,
+        audience: config.audience,
+        algorithms: config.algorithms,
+        clockTolerance: config.clockToleranceMs / 1000,
+        requiredClaims: ['exp', 'sub'],
+      });
+      if (!ACCESS_TOKEN_TYPES.has(protectedHeader.typ?.toLowerCase() ?? '')) {
+        return new AccessTokenRejection(
+          `its typ is ${JSON.stringify(protectedHeader.typ)}, not at+jwt or JWT`,
+        );
+      }
+      return {
+        caller: `jwt:${payload.sub}@${config.issuer}`,
+        scopes: this.scopesOf(payload),
+      };
+    } catch (error) {
+      if (isKeyFetchFailure(error)) {
+        return new AccessTokenRejection(this.unavailable(error).message, true);
+      }
+      return new AccessTokenRejection(rejectionOf(error, config));
+    }
+  }
+
+  /** The scopes of the claim that holds them, those the service knows; the rest are ignored. */
+  private scopesOf(payload: JWTPayload): string[] {
+    const claim = this.config!.scopeClaim;
+    const value = claim
+      ? payload[claim]
+      : (payload.scope ?? payload.scp ?? undefined);
+    const named =
+      typeof value === 'string'
+        ? value.split(' ')
+        : Array.isArray(value)
+          ? value.filter((item): item is string => typeof item === 'string')
+          : [];
+    return named.filter((scope) => this.scopes.has(scope));
+  }
+
+  /** The key set, once its URL is known (OIDC_JWKS_URL, or discovered from the issuer). */
+  private keySet(): Promise<RemoteJWKSet | undefined> {
+    if (this.keys) return Promise.resolve(this.keys);
+    this.discovery ??= this.discoverKeySet().finally(() => {
+      this.discovery = undefined;
+    });
+    return this.discovery;
+  }
+
+  private async discoverKeySet(): Promise<RemoteJWKSet | undefined> {
+    const config = this.config!;
+    let jwksUrl = config.jwksUrl;
+    if (jwksUrl === undefined) {
+      const discoveryUrl = `${config.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+      try {
+        jwksUrl = jwksUrlOf(
+          await this.fetchJson(discoveryUrl, {
+            signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+            headers: { accept: 'application/json' },
+          }),
+          config.issuer,
+        );
+      } catch (error) {
+        this.unavailable(error, discoveryUrl);
+        return undefined;
+      }
+    }
+    this.keys = createRemoteJWKSet(new URL(jwksUrl), {
+      timeoutDuration: FETCH_TIMEOUT_MS,
+      cooldownDuration: config.jwksCooldownMs,
+      cacheMaxAge: config.jwksMaxAgeMs,
+      [customFetch]: async (url, options) =>
+        Response.json(await this.fetchJson(url, options, isKeySet)),
+    });
+    return this.keys;
+  }
+
+  /**
+   * A GET to the provider, for JSON: at most one per URL per OIDC_JWKS_COOLDOWN, whatever its
+   * outcome (jose's own cooldown counts from the last success only), 200 only, the body read up
+   * to MAX_DOCUMENT_BYTES. A document in the expected shape means the provider is back.
+   */
+  private async fetchJson(
+    url: string,
+    options: RequestInit & { signal: AbortSignal },
+    isExpected: (document: unknown) => boolean = isObject,
+  ): Promise<unknown> {
+    const now = Date.now();
+    const last = this.lastFetchAt.get(url) ?? -Infinity;
+    if (now - last < this.config!.jwksCooldownMs) {
+      // the keys in hand are the latest: a kid they lack is the token's fault
+      throw this.problem ?? new errors.JWKSNoMatchingKey();
+    }
+    this.lastFetchAt.set(url, now);
+    let body: Buffer;
+    try {
+      body = await readBounded(url, options);
+    } catch (error) {
+      if (error instanceof IdentityProviderUnavailable) throw error;
+      throw new IdentityProviderUnavailable(
+        `${url}: ${
+          (error as Error).name === 'TimeoutError'
+            ? `no whole answer within ${FETCH_TIMEOUT_MS / 1000} s`
+            : describe(error)
+        }`,
+      );
+    }
+    let document: unknown;
+    try {
+      document = JSON.parse(body.toString('utf8'));
+    } catch {
+      document = undefined;
+    }
+    if (!isExpected(document)) {
+      throw new IdentityProviderUnavailable(
+        `${url} answered something other than the JSON expected`,
+      );
+    }
+    if (this.problem) {
+      this.problem = undefined;
+      this.logger.log("the identity provider's keys are within reach again");
+    }
+    return document;
+  }
+
+  /** Notes why the keys are out of reach, and says so in the log once per such reason. */
+  private unavailable(
+    error: unknown,
+    url = this.config!.jwksUrl ?? 'its key set',
+  ): IdentityProviderUnavailable {
+    if (this.problem && error === this.problem) return this.problem;
+    const reason =
+      error instanceof IdentityProviderUnavailable
+        ? error.message
+        : `${url}: ${describe(error)}`;
+    const problem = new IdentityProviderUnavailable(
+      `the identity provider's keys are out of reach (${reason})`,
+    );
+    if (problem.message !== this.problem?.message) {
+      this.logger.warn(
+        `${problem.message}; its access tokens are refused until they can be fetched`,
+      );
+    }
+    this.problem = problem;
+    return problem;
+  }
+}
+
+/** A 200's body, up to MAX_DOCUMENT_BYTES. */
+async function readBounded(
+  url: string,
+  options: RequestInit & { signal: AbortSignal },
+): Promise<Buffer> {
+  const response = await fetch(url, { ...options, redirect: 'manual' });
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new IdentityProviderUnavailable(
+      `${url} answered ${response.status}, not 200`,
+    );
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of (response.body ??
+    []) as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > MAX_DOCUMENT_BYTES) {
+      throw new IdentityProviderUnavailable(
+        `${url} answered more than ${MAX_DOCUMENT_BYTES / 1024} KiB`,
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** An error's message and its cause's (fetch's own says only "fetch failed"); duck-typed, as fetch's errors come from another realm under jest. */
+function describe(error: unknown): string {
+  const { message, cause } = (error ?? {}) as {
+    message?: unknown;
+    cause?: { message?: unknown };
+  };
+  if (typeof message !== 'string') return String(error);
+  return typeof cause?.message === 'string'
+    ? `${message}: ${cause.message}`
+    : message;
+}
+
+/** What is wrong with a token that jose refused. */
+function rejectionOf(error: unknown, config: OidcConfig): string {
+  if (error instanceof errors.JWTExpired) return 'it has expired';
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case 'iss':
+        return `its iss is not ${config.issuer}`;
+      case 'aud':
+        return `its aud does not name ${config.audience}`;
+      case 'nbf':
+        return 'it is not valid yet (nbf)';
+      default:
+        return `its ${error.claim} claim ${error.reason === 'missing' ? 'is missing' : 'is not valid'}`;
+    }
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed) {
+    return `its alg is not one of ${config.algorithms.join(', ')} (OIDC_ALGORITHMS)`;
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) {
+    return 'its signature does not verify';
+  }
+  if (error instanceof errors.JWKSNoMatchingKey) {
+    return "no key of the identity provider's matches its kid";
+  }
+  return 'it is not a JWT';
+}
+
+function isObject(document: unknown): boolean {
+  return typeof document === 'object' && document !== null;
+}
+
+function isKeySet(document: unknown): boolean {
+  return (
+    isObject(document) && Array.isArray((document as { keys: unknown }).keys)
+  );
+}
+
+/** A failure to get the keys, rather than a token that does not pass. */
+function isKeyFetchFailure(error: unknown): boolean {
+  // every failure of a fetch is an IdentityProviderUnavailable (fetchJson), but for jose's
+  // timeout, and for a key set in JSON that is no key set
+  return (
+    error instanceof IdentityProviderUnavailable ||
+    error instanceof errors.JWKSTimeout ||
+    error instanceof errors.JWKSInvalid
+  );
+}
+
+/** `jwks_uri` of a discovery document, which must be the issuer's own (OpenID Connect Discovery §4.3). */
+function jwksUrlOf(document: unknown, issuer: string): string {
+  const { issuer: named, jwks_uri: jwksUri } = (document ?? {}) as Record<
+    string,
+    unknown
+  >;
+  if (named !== issuer) {
+    throw new IdentityProviderUnavailable(
+      `its discovery document names the issuer ${JSON.stringify(named)}, not ${issuer}`,
+    );
+  }
+  if (typeof jwksUri !== 'string' || !URL.canParse(jwksUri)) {
+    throw new IdentityProviderUnavailable(
+      'its discovery document has no jwks_uri URL',
+    );
+  }
+  return jwksUri;
+}
