@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp, type CreateAppOptions } from './setup-app';
+import { oidcConfig, type OidcSettings } from './auth/oidc/oidc.config';
 import { appConfig, type AppConfig } from './config/app.config';
 import { databaseConfig, describeDatabase } from './config/database.config';
 import { loadEnvironment, unknownSettingWarnings } from './config/environment';
@@ -72,6 +73,10 @@ async function bootstrap(
       ? 'no metrics (METRICS_PORT unset)'
       : `metrics at ${localUrl(config.host, metricsPort)}/metrics`;
   const version = packageVersion();
+  const identityProvider = app.get<OidcSettings>(oidcConfig.KEY).provider;
+  const accessTokens = identityProvider
+    ? `; access tokens of ${identityProvider.issuer} too`
+    : '';
   new Logger('PlantStore').log(
     {
       url,
@@ -83,8 +88,9 @@ async function bootstrap(
       metrics,
       version,
       node: process.version,
+      ...(identityProvider && { identityProvider: identityProvider.issuer }),
     },
-    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits ${rateLimits}; ${proxies}; ${metrics}`,
+    `plant store ${version} listening at ${url}, docs at ${url}/docs, on ${database}; rate limits ${rateLimits}; ${proxies}; ${metrics}${accessTokens}`,
   );
 
   if (config.trustProxy === true || typeof config.trustProxy === 'number') {

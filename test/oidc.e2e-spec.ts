@@ -1,8 +1,11 @@
 import { createHmac, createPublicKey } from 'node:crypto';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IdentityProvider } from './helpers/identity-provider';
 import { captureLoggedLines } from './helpers/logged-lines';
-import { startTestApp, type TestApp } from './helpers/test-app';
+import { startServiceProcess } from './helpers/service-process';
+import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
 
 const INVALID_TOKEN_CHALLENGE =
   'Bearer realm="plant-store", error="invalid_token"';
@@ -494,6 +497,47 @@ describe('rate limits of access tokens', () => {
       expect(await status('bob')).toBe(200);
     } finally {
       await testApp.close();
+      await provider.close();
+    }
+  });
+});
+
+describe('the built service (node dist/main.js) with an identity provider', () => {
+  it('names the issuer in its start line and takes its tokens over HTTP', async () => {
+    const provider = await IdentityProvider.start();
+    const folder = makeTempFolder();
+    const service = await startServiceProcess(
+      provider.env({
+        LOG_LEVEL: 'info',
+        DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+      }),
+    );
+    try {
+      await eventually(
+        () =>
+          service.lines().find((line) => line.msg.startsWith('plant store ')),
+        (line) => line !== undefined,
+        5000,
+      );
+      const started = service
+        .lines()
+        .find((line) => line.msg.startsWith('plant store '))!;
+      expect(started.msg).toMatch(
+        new RegExp(
+          `; access tokens of ${provider.issuer.replace(/[.]/g, '\\.')} too$`,
+        ),
+      );
+      expect(started).toMatchObject({ identityProvider: provider.issuer });
+      const token = await provider.token('alice', 'plants:read');
+      const answer = await fetch(`${service.baseUrl}/plants`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(answer.status).toBe(200);
+      expect((await fetch(`${service.baseUrl}/health/ready`)).status).toBe(200);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      folder.remove();
       await provider.close();
     }
   });
