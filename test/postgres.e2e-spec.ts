@@ -308,6 +308,49 @@ describeWithPostgres(
   },
 );
 
+describeWithPostgres('statements with parameters', () => {
+  it('run as named statements, parsed once per connection: the same plans, fewer parses', async () => {
+    const database = await createTestDatabase();
+    const testApp = await startTestApp({
+      env: { DATABASE_URL: database.url, DB_POOL_SIZE: '1' },
+    });
+    try {
+      const token = await testApp.issueToken();
+      for (const id of [1, 2, 3]) {
+        await testApp
+          .http()
+          .post('/plants')
+          .set('Authorization', `Bearer ${token}`)
+          .send({ id, name: 'Basil' })
+          .expect(200);
+        await testApp
+          .http()
+          .get(`/plants/${id}`)
+          .set('Authorization', `Bearer ${token}`)
+          .expect(200);
+      }
+      // the pool's one connection: the statements it prepared
+      const prepared = (await testApp.app
+        .get(DataSource)
+        .query(
+          'SELECT name, statement FROM pg_prepared_statements ORDER BY name',
+        )) as { name: string; statement: string }[];
+      const selectById = prepared.filter(
+        ({ statement }) =>
+          statement === 'SELECT id, name, tag FROM plants WHERE id = $1',
+      );
+      expect(selectById).toHaveLength(1);
+      expect(selectById[0].name).toMatch(/^plant_store_\d+$/);
+      expect(new Set(prepared.map(({ name }) => name)).size).toBe(
+        prepared.length,
+      );
+    } finally {
+      await testApp.close();
+      await database.drop();
+    }
+  });
+});
+
 describeWithPostgres('a pool whose every connection is held', () => {
   it('answers work that waited past DB_BUSY_TIMEOUT 503 busy, nothing changed, while readiness stays 200 and no outage begins', async () => {
     const database = await createTestDatabase();

@@ -13,6 +13,7 @@ import {
 } from 'typeorm';
 import { traced, tracing } from '../tracing/tracing';
 import { ConnectionGate } from './connection-gate';
+import { NamedStatements } from './named-statements';
 import {
   ConnectionQueue,
   queueConnections,
@@ -277,9 +278,13 @@ export class PortableDataSource extends DataSource {
     return pool;
   }
 
-  /** Every connection the pool gives out waits its turn in a bounded line first. */
+  /**
+   * Every connection the pool gives out waits its turn in a bounded line first, and runs its
+   * statements with parameters as named ones (named-statements.ts).
+   */
   private queuePooledConnections(): void {
     const pool = (this.driver as unknown as { master: PgPool }).master;
+    new NamedStatements().nameStatementsOfPool(pool);
     this.queue = new ConnectionQueue(Number(pool.options.max), this.contention);
     queueConnections(pool, this.queue, () => {
       const active = activeTransaction.getStore();
