@@ -330,11 +330,11 @@ describeWithPostgres('statements with parameters', () => {
           .expect(200);
       }
       // the pool's one connection: the statements it prepared
-      const prepared = (await testApp.app
+      const prepared = await testApp.app
         .get(DataSource)
-        .query(
-          'SELECT name, statement FROM pg_prepared_statements ORDER BY name',
-        )) as { name: string; statement: string }[];
+        .query<
+          { name: string; statement: string }[]
+        >('SELECT name, statement FROM pg_prepared_statements ORDER BY name');
       const selectById = prepared.filter(
         ({ statement }) =>
           statement === 'SELECT id, name, tag FROM plants WHERE id = $1',

@@ -43,7 +43,7 @@ export class NamedStatements {
   nameStatementsOf(client: PgClient): void {
     if (this.clients.has(client)) return;
     this.clients.add(client);
-    const query = client.query.bind(client) as PgQuery;
+    const query = client.query.bind(client);
     client.query = (config, values, callback) => {
       const name =
         typeof config === 'string' && Array.isArray(values) && values.length > 0
