@@ -28,6 +28,8 @@ const ENGINE_INDEPENDENT = [
   'dependency-partitions',
   'deployment',
   'faults',
+  // the identity provider's tokens: one engine shows them (test/oidc.e2e-spec.ts)
+  'oidc',
   'openapi',
   'postgres',
   'process',

@@ -12,6 +12,7 @@ module.exports = {
   rootDir: __dirname,
   // SWC, as the unit tests (jest.unit.config.js)
   transform: require('./jest.unit.config').transform,
+  transformIgnorePatterns: require('./jest.unit.config').transformIgnorePatterns,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.slow-spec\\.ts$',
   modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],

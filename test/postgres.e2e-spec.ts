@@ -309,10 +309,11 @@ describeWithPostgres(
 );
 
 describeWithPostgres('statements with parameters', () => {
-  it('run as named statements, parsed once per connection: the same plans, fewer parses', async () => {
+  /** What the pool's one connection has prepared, after creating and reading three plants. */
+  async function preparedAfterRequests(env: Record<string, string> = {}) {
     const database = await createTestDatabase();
     const testApp = await startTestApp({
-      env: { DATABASE_URL: database.url, DB_POOL_SIZE: '1' },
+      env: { DATABASE_URL: database.url, DB_POOL_SIZE: '1', ...env },
     });
     try {
       const token = await testApp.issueToken();
@@ -329,25 +330,34 @@ describeWithPostgres('statements with parameters', () => {
           .set('Authorization', `Bearer ${token}`)
           .expect(200);
       }
-      // the pool's one connection: the statements it prepared
-      const prepared = await testApp.app
+      return await testApp.app
         .get(DataSource)
         .query<
           { name: string; statement: string }[]
         >('SELECT name, statement FROM pg_prepared_statements ORDER BY name');
-      const selectById = prepared.filter(
-        ({ statement }) =>
-          statement === 'SELECT id, name, tag FROM plants WHERE id = $1',
-      );
-      expect(selectById).toHaveLength(1);
-      expect(selectById[0].name).toMatch(/^plant_store_\d+$/);
-      expect(new Set(prepared.map(({ name }) => name)).size).toBe(
-        prepared.length,
-      );
     } finally {
       await testApp.close();
       await database.drop();
     }
+  }
+
+  it('run as named statements, parsed once per connection', async () => {
+    const prepared = await preparedAfterRequests();
+    const selectById = prepared.filter(
+      ({ statement }) =>
+        statement === 'SELECT id, name, tag FROM plants WHERE id = $1',
+    );
+    expect(selectById).toHaveLength(1);
+    expect(selectById[0].name).toMatch(/^plant_store_\d+$/);
+    expect(new Set(prepared.map(({ name }) => name)).size).toBe(
+      prepared.length,
+    );
+  });
+
+  it('run unnamed with DB_PREPARED_STATEMENTS=false, for poolers in transaction mode', async () => {
+    expect(
+      await preparedAfterRequests({ DB_PREPARED_STATEMENTS: 'false' }),
+    ).toEqual([]);
   });
 });
 

@@ -39,6 +39,8 @@ export interface PostgresConfig {
   busyTimeoutMs: number;
   /** Work waiting for a pooled connection at most: the length of the line. */
   queueLimit: number;
+  /** Statements with parameters run as named statements (named-statements.ts). */
+  preparedStatements: boolean;
   /**
    * The client gives up on a query whose answer has not come by then, for when the server
    * cannot even cancel it (a partition): the statement timeout plus a second, so a server
@@ -93,6 +95,7 @@ export function readDatabaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig {
       connectTimeoutMs: read.DB_CONNECT_TIMEOUT,
       busyTimeoutMs: read.DB_BUSY_TIMEOUT,
       queueLimit: read.DB_QUEUE_LIMIT,
+      preparedStatements: read.DB_PREPARED_STATEMENTS,
       queryTimeoutMs: read.DB_STATEMENT_TIMEOUT + 1000,
     };
   }

@@ -145,6 +145,7 @@ describe('readDatabaseConfig', () => {
         DB_CONNECT_TIMEOUT: '3s',
         DB_BUSY_TIMEOUT: '4s',
         DB_QUEUE_LIMIT: '50',
+        DB_PREPARED_STATEMENTS: 'false',
       }),
     ).toEqual({
       engine: 'postgres',
@@ -154,6 +155,7 @@ describe('readDatabaseConfig', () => {
       connectTimeoutMs: 3000,
       busyTimeoutMs: 4000,
       queueLimit: 50,
+      preparedStatements: false,
       queryTimeoutMs: 3000,
     });
   });

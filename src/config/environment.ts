@@ -478,6 +478,11 @@ export const ENVIRONMENT_SCHEMA = z.object({
     '1000',
     'PostgreSQL: work waiting for a pooled connection at most; more gets 503 busy at once',
   ),
+  DB_PREPARED_STATEMENTS: variable(
+    boolean,
+    'true',
+    'PostgreSQL: run statements with parameters as named (prepared) ones, parsed once per connection; false behind a pooler in transaction mode that does not keep them (PgBouncer before 1.21)',
+  ),
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: variable(
     boolean,
     'false',

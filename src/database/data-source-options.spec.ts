@@ -99,7 +99,18 @@ describe('createDataSourceOptions', () => {
       type: 'postgres',
       poolSize: 7,
       contention: { timeoutMs: 3000, limit: 40 },
+      preparedStatements: true,
     });
+  });
+
+  it('names PostgreSQL statements unless DB_PREPARED_STATEMENTS=false', () => {
+    const options = createDataSourceOptions(
+      readDatabaseConfig({
+        DATABASE_URL: 'postgres://plants@127.0.0.1:5432/plants',
+        DB_PREPARED_STATEMENTS: 'false',
+      }),
+    );
+    expect(options).toMatchObject({ preparedStatements: false });
   });
 });
 

@@ -60,6 +60,7 @@ function postgresOptions(config: PostgresConfig): PortableDataSourceOptions {
   return {
     type: 'postgres',
     contention: { timeoutMs: config.busyTimeoutMs, limit: config.queueLimit },
+    preparedStatements: config.preparedStatements,
     url: config.url,
     migrations: [migrationsPattern('postgres')],
     migrationsRun: true,

@@ -75,6 +75,8 @@ export const DEFAULT_CONTENTION: QueueBounds = {
 /** DataSourceOptions, and how long work waits its turn at the database. */
 export type PortableDataSourceOptions = DataSourceOptions & {
   contention?: QueueBounds;
+  /** PostgreSQL: statements with parameters as named ones (named-statements.ts); on unless false. */
+  preparedStatements?: boolean;
 };
 
 /** Statements kept prepared on SQLite's connection, by text: every text the code writes. */
@@ -280,11 +282,14 @@ export class PortableDataSource extends DataSource {
 
   /**
    * Every connection the pool gives out waits its turn in a bounded line first, and runs its
-   * statements with parameters as named ones (named-statements.ts).
+   * statements with parameters as named ones (named-statements.ts) unless
+   * DB_PREPARED_STATEMENTS=false.
    */
   private queuePooledConnections(): void {
     const pool = (this.driver as unknown as { master: PgPool }).master;
-    new NamedStatements().nameStatementsOfPool(pool);
+    if (this.options.preparedStatements !== false) {
+      new NamedStatements().nameStatementsOfPool(pool);
+    }
     this.queue = new ConnectionQueue(Number(pool.options.max), this.contention);
     queueConnections(pool, this.queue, () => {
       const active = activeTransaction.getStore();
