@@ -69,12 +69,31 @@ describe('NamedStatements', () => {
     new NamedStatements().nameStatementsOfPool(pool);
     const handedOut: unknown[] = [];
     pool.connect((_, given) => handedOut.push(given));
+    const wrapped = client.query;
     pool.connect((_, given) => handedOut.push(given));
     expect(handedOut).toEqual([client, client]);
+    expect(client.query).toBe(wrapped);
     client.query('SELECT $1', [1]);
     expect(calls).toEqual([
       [{ name: 'plant_store_1', text: 'SELECT $1', values: [1] }, undefined],
     ]);
+  });
+
+  it('passes a failure to connect on, touching no connection', () => {
+    const failure = new Error('connection refused');
+    const pool = {
+      connect: (
+        callback: (
+          error: Error,
+          client: undefined,
+          release: () => void,
+        ) => void,
+      ) => callback(failure, undefined, () => undefined),
+    };
+    new NamedStatements().nameStatementsOfPool(pool);
+    const outcomes: unknown[] = [];
+    pool.connect((error, client) => outcomes.push(error, client));
+    expect(outcomes).toEqual([failure, undefined]);
   });
 
   it('names no more than its cap of texts; the others run unnamed', () => {
