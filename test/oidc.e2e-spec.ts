@@ -440,6 +440,35 @@ describe('an identity provider with a scope claim of its own (OIDC_SCOPE_CLAIM)'
   });
 });
 
+describe('an access token without a kid', () => {
+  it('is taken when one key of the issuer fits it, and refused when several do', async () => {
+    const provider = await IdentityProvider.start();
+    const testApp = await startTestApp({ env: provider.env() });
+    try {
+      const kidless = await provider.token('alice', 'plants:read', {
+        header: { kid: undefined },
+      });
+      expect((await listPlantsWith(testApp, kidless)).status).toBe(200);
+      await provider.addKey('key-1b');
+      provider.published = ['key-1', 'key-1b'];
+      await sleep(150); // OIDC_JWKS_COOLDOWN, 100 ms here
+      // a token of the new key makes the service fetch the keys again
+      const newKey = await provider.token('alice', 'plants:read', {
+        kid: 'key-1b',
+      });
+      expect((await listPlantsWith(testApp, newKey)).status).toBe(200);
+      const refused = await listPlantsWith(testApp, kidless);
+      expect(refused.status).toBe(401);
+      expect(refused.body.message).toBe(
+        `${REFUSED}it names no kid, and more than one key of the identity provider fits it`,
+      );
+    } finally {
+      await testApp.close();
+      await provider.close();
+    }
+  });
+});
+
 describe('rate limits of access tokens', () => {
   it('count per subject: two tokens of one subject share a limit, another subject has its own', async () => {
     const provider = await IdentityProvider.start();

@@ -309,6 +309,9 @@ function rejectionOf(error: unknown, config: OidcConfig): string {
   if (error instanceof errors.JWKSNoMatchingKey) {
     return "no key of the identity provider's matches its kid";
   }
+  if (error instanceof errors.JWKSMultipleMatchingKeys) {
+    return 'it names no kid, and more than one key of the identity provider fits it';
+  }
   return 'it is not a JWT';
 }
 
