@@ -7,11 +7,7 @@ import {
 import { Reflector } from '@nestjs/core';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { bearerTokenOf, hasEmptyBearer } from '../http/bearer-token';
-import {
-  AUTH_MESSAGES,
-  lacksScopesMessage,
-  rejectedAccessTokenMessage,
-} from './auth-messages';
+import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import type { AdmittedRequest } from './request-admission';
@@ -88,9 +84,7 @@ export class BearerGuard implements CanActivate {
     if (!token) {
       this.metrics.authenticationFailures.inc({ reason: 'rejected' });
       throw unauthorized(
-        request.bearerRejection === undefined
-          ? AUTH_MESSAGES.rejectedToken
-          : rejectedAccessTokenMessage(request.bearerRejection),
+        request.bearerRejection ?? AUTH_MESSAGES.rejectedToken,
         `Bearer ${REALM}, error="invalid_token"`,
       );
     }

@@ -11,3 +11,12 @@ export interface Bearer {
   readonly caller: string;
   readonly scopes: readonly string[];
 }
+
+/** A presented token that is refused: the 401's message, and whether it counts as a guess. */
+export class TokenRejection {
+  constructor(
+    readonly message: string,
+    /** Counted against the address (RATE_LIMIT_BAD_TOKENS); not when the provider was away. */
+    readonly isGuess = true,
+  ) {}
+}

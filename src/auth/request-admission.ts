@@ -5,12 +5,12 @@ import { clientKeyOf } from '../rate-limit/client-key';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { TOKEN_PREFIX } from '../http/token-format';
-import type { Bearer } from './bearer';
-import {
-  AccessTokenRejection,
-  IdentityProviderTokens,
-} from './oidc/identity-provider-tokens';
+import { AUTH_MESSAGES } from './auth-messages';
+import { TokenRejection, type Bearer } from './bearer';
+import { IdentityProviderTokens } from './oidc/identity-provider-tokens';
 import { TokensService } from './tokens.service';
+
+const UNKNOWN_TOKEN = new TokenRejection(AUTH_MESSAGES.rejectedToken);
 
 /** A request as RequestAdmission leaves it for BearerGuard. */
 export interface AdmittedRequest extends Request {
@@ -20,7 +20,7 @@ export interface AdmittedRequest extends Request {
    * presented none.
    */
   bearer?: Bearer | null;
-  /** Why an access token was refused, for the 401's message. */
+  /** Why the token it presented was refused: the 401's message. */
   bearerRejection?: string;
 }
 
@@ -72,32 +72,25 @@ export class RequestAdmission {
     }
     await this.limiter.refuseBlockedAddress(address);
     const bearer = await this.bearerOf(presented);
-    if (bearer instanceof AccessTokenRejection) {
+    if (bearer instanceof TokenRejection) {
       request.bearer = null;
-      request.bearerRejection = bearer.reason;
-      // a provider out of reach is nobody's guess
-      if (!bearer.providerUnavailable) {
-        await this.limiter.countRejectedToken(address);
-      }
+      request.bearerRejection = bearer.message;
+      if (bearer.isGuess) await this.limiter.countRejectedToken(address);
       return this.limiter.chargeRequest(response, { address });
     }
-    request.bearer = bearer ?? null;
-    if (!bearer) {
-      await this.limiter.countRejectedToken(address);
-      return this.limiter.chargeRequest(response, { address });
-    }
+    request.bearer = bearer;
     return this.limiter.chargeRequest(response, { caller: bearer.caller });
   }
 
-  /** The caller of a token; undefined for an unknown token of ours. */
-  private async bearerOf(
-    presented: string,
-  ): Promise<Bearer | AccessTokenRejection | undefined> {
+  /** The caller a token speaks for, or why it is refused. */
+  private async bearerOf(presented: string): Promise<Bearer | TokenRejection> {
     // a token of ours is never parsed as a JWT, whatever else is configured
     if (this.identityProvider.enabled && !presented.startsWith(TOKEN_PREFIX)) {
       return this.identityProvider.verify(presented);
     }
     const token = await this.tokens.authenticate(presented);
-    return token && { caller: `token:${token.id}`, scopes: token.scopes };
+    return token
+      ? { caller: `token:${token.id}`, scopes: token.scopes }
+      : UNKNOWN_TOKEN;
   }
 }

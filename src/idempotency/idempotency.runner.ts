@@ -10,7 +10,10 @@ import type { Response } from 'express';
 import type { DataSource } from 'typeorm';
 import type { AdmittedRequest } from '../auth/request-admission';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
-import { toErrorAnswer } from '../common/filters/all-exceptions.filter';
+import {
+  toErrorAnswer,
+  type ErrorAnswer,
+} from '../common/filters/all-exceptions.filter';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { RecordedAnswer } from '../http/recorded-answer';
 import type { IsolationLevel } from '../database/portable-data-source';
@@ -47,8 +50,8 @@ export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
 /** An attempt whose lease a repeat took over: its answer is not the key's. */
 class TakenOver extends ConflictException {}
 
-/** A request an `@Idempotent()` handler is called for: admitted, its body kept as sent. */
-export type IdempotentRequest = RawBodyRequest<AdmittedRequest>;
+/** A request an `@Idempotent()` handler is called for: admitted, its body kept as sent; it may carry a key. */
+export type KeyableRequest = RawBodyRequest<AdmittedRequest>;
 
 /**
  * Runs the handlers of `@Idempotent()` routes (idempotent.decorator.ts) with an
@@ -65,7 +68,7 @@ export class IdempotencyRunner {
   ) {}
 
   run(
-    request: IdempotentRequest,
+    request: KeyableRequest,
     isolation: IsolationLevel,
     handle: () => unknown,
   ): unknown {
@@ -88,7 +91,7 @@ export class IdempotencyRunner {
   private async answer(
     keyed: KeyedRequest,
     isolation: IsolationLevel,
-    request: IdempotentRequest,
+    request: KeyableRequest,
     handle: () => unknown,
   ): Promise<RecordedAnswer> {
     const claim = await this.store.claim(keyed);
@@ -138,7 +141,7 @@ export class IdempotencyRunner {
   private async keepOrFree(
     request: KeyedRequest,
     leaseId: string,
-    { body, headers }: ReturnType<typeof toErrorAnswer>,
+    { body, headers }: ErrorAnswer,
   ): Promise<void> {
     const kept =
       body.error < 500 && body.error !== Number(HttpStatus.TOO_MANY_REQUESTS);

@@ -8,7 +8,7 @@ import { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH } from './idempotency-key';
 import {
   IdempotencyRunner,
   type IdempotentOptions,
-  type IdempotentRequest,
+  type KeyableRequest,
 } from './idempotency.runner';
 
 /** The controller's property that the runner is injected into. */
@@ -65,7 +65,7 @@ function RunThroughIdempotencyRunner(
       this: Record<typeof RUNNER, IdempotencyRunner>,
       ...args: unknown[]
     ) {
-      const [request] = args.splice(requestAt, 1) as [IdempotentRequest];
+      const [request] = args.splice(requestAt, 1) as [KeyableRequest];
       return this[RUNNER].run(request, isolation, () =>
         handler.apply(this, args),
       );

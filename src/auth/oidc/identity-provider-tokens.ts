@@ -1,7 +1,6 @@
 import {
   Inject,
   Injectable,
-  Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import {
@@ -12,8 +11,10 @@ import {
   type JWTPayload,
   type RemoteJWKSet,
 } from 'jose';
+import { DependencyState } from '../../logging/dependency-state';
+import { rejectedAccessTokenMessage } from '../auth-messages';
+import { TokenRejection, type Bearer } from '../bearer';
 import { ScopeCatalogue } from '../scopes';
-import type { Bearer } from '../bearer';
 import { oidcConfig, type OidcConfig, type OidcSettings } from './oidc.config';
 
 /** The most a discovery document or a key set may weigh: a real one is a few kilobytes. */
@@ -24,15 +25,6 @@ export const FETCH_TIMEOUT_MS = 5000;
 
 /** `typ` of an access token (RFC 9068), or the plain `JWT` most providers write; any case. */
 const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt', 'jwt']);
-
-/** An access token that does not pass, and why, in words for its holder (the 401's message). */
-export class AccessTokenRejection {
-  constructor(
-    readonly reason: string,
-    /** Not the token's fault: the provider's keys could not be fetched. */
-    readonly providerUnavailable = false,
-  ) {}
-}
 
 /** Why the identity provider's keys are not there: what readiness and the log say. */
 export class IdentityProviderUnavailable extends Error {
@@ -50,11 +42,19 @@ export class IdentityProviderUnavailable extends Error {
  */
 @Injectable()
 export class IdentityProviderTokens implements OnApplicationBootstrap {
-  private readonly logger = new Logger(IdentityProviderTokens.name);
   private readonly config: OidcConfig | undefined;
+  /** Logs the provider's keys going out of reach and coming back, once each. */
+  private readonly state = new DependencyState('Identity provider', {
+    away: 'is out of reach: its keys cannot be fetched',
+    meanwhile:
+      'its access tokens are refused unless a key in hand verifies them',
+    back: 'is within reach again',
+    onReturn: 'its keys are fetched again',
+  });
   private keys?: RemoteJWKSet;
   /** When each URL (discovery, keys) was last fetched, for the cooldown. */
   private readonly lastFetchAt = new Map<string, number>();
+  /** Why the keys are out of reach, while they are: readiness's message. */
   private problem?: IdentityProviderUnavailable;
   private discovery?: Promise<RemoteJWKSet | undefined>;
 
@@ -94,10 +94,10 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
    * The caller an access token speaks for; for a token that does not pass, why not: it is its
    * holder's own token, and none of this is secret.
    */
-  async verify(token: string): Promise<Bearer | AccessTokenRejection> {
+  async verify(token: string): Promise<Bearer | TokenRejection> {
     const config = this.config!;
     const keys = await this.keySet();
-    if (!keys) return new AccessTokenRejection(this.problem!.message, true);
+    if (!keys) return providerAway(this.problem!);
     try {
       const { payload, protectedHeader } = await jwtVerify(token, keys, {
         issuer: config.issuer,
@@ -107,8 +107,10 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
         requiredClaims: ['exp', 'sub'],
       });
       if (!ACCESS_TOKEN_TYPES.has(protectedHeader.typ?.toLowerCase() ?? '')) {
-        return new AccessTokenRejection(
-          `its typ is ${JSON.stringify(protectedHeader.typ)}, not at+jwt or JWT`,
+        return new TokenRejection(
+          rejectedAccessTokenMessage(
+            `its typ is ${JSON.stringify(protectedHeader.typ)}, not at+jwt or JWT`,
+          ),
         );
       }
       return {
@@ -116,19 +118,18 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
         scopes: this.scopesOf(payload),
       };
     } catch (error) {
-      if (isKeyFetchFailure(error)) {
-        return new AccessTokenRejection(this.unavailable(error).message, true);
-      }
-      return new AccessTokenRejection(rejectionOf(error, config));
+      if (isKeyFetchFailure(error))
+        return providerAway(this.unavailable(error));
+      return new TokenRejection(
+        rejectedAccessTokenMessage(rejectionOf(error, config)),
+      );
     }
   }
 
   /** The scopes of the claim that holds them, those the service knows; the rest are ignored. */
   private scopesOf(payload: JWTPayload): string[] {
     const claim = this.config!.scopeClaim;
-    const value = claim
-      ? payload[claim]
-      : (payload.scope ?? payload.scp ?? undefined);
+    const value = claim ? payload[claim] : (payload.scope ?? payload.scp);
     const named =
       typeof value === 'string'
         ? value.split(' ')
@@ -161,7 +162,7 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
           config.issuer,
         );
       } catch (error) {
-        this.unavailable(error, discoveryUrl);
+        this.unavailable(error);
         return undefined;
       }
     }
@@ -216,34 +217,31 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
         `${url} answered something other than the JSON expected`,
       );
     }
-    if (this.problem) {
-      this.problem = undefined;
-      this.logger.log("the identity provider's keys are within reach again");
-    }
+    this.problem = undefined;
+    this.state.cameBack();
     return document;
   }
 
-  /** Notes why the keys are out of reach, and says so in the log once per such reason. */
-  private unavailable(
-    error: unknown,
-    url = this.config!.jwksUrl ?? 'its key set',
-  ): IdentityProviderUnavailable {
-    if (this.problem && error === this.problem) return this.problem;
+  /** Notes why the keys are out of reach; the log says so once an outage (DependencyState). */
+  private unavailable(error: unknown): IdentityProviderUnavailable {
+    if (this.problem !== undefined && error === this.problem) {
+      return this.problem;
+    }
     const reason =
       error instanceof IdentityProviderUnavailable
         ? error.message
-        : `${url}: ${describe(error)}`;
-    const problem = new IdentityProviderUnavailable(
+        : `its key set: ${describe(error)}`;
+    this.problem = new IdentityProviderUnavailable(
       `the identity provider's keys are out of reach (${reason})`,
     );
-    if (problem.message !== this.problem?.message) {
-      this.logger.warn(
-        `${problem.message}; its access tokens are refused until they can be fetched`,
-      );
-    }
-    this.problem = problem;
-    return problem;
+    this.state.wentAway(reason);
+    return this.problem;
   }
+}
+
+/** A token refused because the provider's keys are out of reach: nobody's guess. */
+function providerAway(problem: IdentityProviderUnavailable): TokenRejection {
+  return new TokenRejection(rejectedAccessTokenMessage(problem.message), false);
 }
 
 /** A 200's body, up to MAX_DOCUMENT_BYTES. */
