@@ -121,6 +121,10 @@ function countInstructions(scenario, count, serviceEnv) {
         // compile and collect on the main thread: with background threads, when optimised
         // code arrives depends on how busy the machine is, and so does the count
         '--single-threaded',
+        // and collect on a schedule of allocation alone: the memory reducer's and the idle
+        // collector's timers run on wall-clock time, of which valgrind makes a request take fifty
+        // times more, so two runs of one build could count 15 % apart
+        '--predictable-gc-schedule',
         __filename,
         '--worker',
         scenario,

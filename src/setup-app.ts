@@ -1,3 +1,4 @@
+import corsHeaders from 'cors';
 import type { NextFunction, Request, Response } from 'express';
 import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -7,6 +8,10 @@ import { RequestAdmission } from './auth/request-admission';
 import { HEALTH_PROBE_PATHS } from './health/health-probes';
 import { HardenedExpressAdapter } from './http/hardened-express.adapter';
 import { securityHeaders } from './http/security-headers';
+import {
+  middlewareSequence,
+  type Middleware,
+} from './http/middleware-sequence';
 import { ShutdownGate } from './http/shutdown-gate';
 import {
   createRequestLogger,
@@ -50,43 +55,48 @@ export async function createApp({
     abortOnError: false,
   });
   const metrics = app.get(Metrics);
+  const cors = config.corsOrigins.length > 0;
+  // every request passes these, in this order, as one layer of express's router
+  const front: Middleware<Request, Response>[] = [];
   if (metrics.enabled) {
     // first, so that every answer counts, the shutdown gate's and the rate limits' included
-    app.use(recordRequests(metrics));
+    front.push(recordRequests(metrics));
     adapter.onRefusedConnection = () =>
       metrics.rateLimitRejections.inc({ limit: 'connections' });
   }
-  // on every answer from here on, the shutdown gate's 503 included
-  app.use(
+  front.push(
+    // on every answer from here on, the shutdown gate's 503 included
     securityHeaders(config.publicBaseUrl, {
       page: OPENAPI_PATHS.page,
       documents: [OPENAPI_PATHS.json, OPENAPI_PATHS.yaml],
     }),
+    app.get(ShutdownGate).refuseWhileClosing,
+    createRequestLogger(logger, HEALTH_PROBE_PATHS),
   );
-  app.use(app.get(ShutdownGate).refuseWhileClosing);
+  if (cors) {
+    front.push(
+      corsHeaders({
+        origin: config.corsOrigins,
+        allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+        exposedHeaders: [
+          'Link',
+          'X-Request-Id',
+          'Retry-After',
+          'WWW-Authenticate',
+        ],
+        // a preflight goes on to admission, so that it is counted like any request (and its
+        // 429 carries the CORS headers set here); answerPreflight then ends it
+        preflightContinue: true,
+      }),
+    );
+  }
+  // every request but the health probes, before routing: 404s and the docs are limited too
+  front.push(app.get(RequestAdmission).admit);
+  if (cors) front.push(answerPreflight);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);
-  app.use(createRequestLogger(logger, HEALTH_PROBE_PATHS));
-  const cors = config.corsOrigins.length > 0;
-  if (cors) {
-    app.enableCors({
-      origin: config.corsOrigins,
-      allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-      exposedHeaders: [
-        'Link',
-        'X-Request-Id',
-        'Retry-After',
-        'WWW-Authenticate',
-      ],
-      // a preflight goes on to admission, so that it is counted like any request (and its
-      // 429 carries the CORS headers set here); answerPreflight then ends it
-      preflightContinue: true,
-    });
-  }
-  // every request but the health probes, before routing: 404s and the docs are limited too
-  app.use(app.get(RequestAdmission).admit);
-  if (cors) app.use(answerPreflight);
+  app.use(middlewareSequence(front));
   // answers are small and not cached; hashing each one for an ETag is wasted work
   app.set('etag', false);
   useLosslessJsonResponses(app.getHttpAdapter().getInstance());
