@@ -163,7 +163,14 @@ const httpUrl: Kind<string> = {
   must: 'an absolute http or https URL',
 };
 
-const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+/** `localhost`, or an address in 127.0.0.0/8 or ::1 (a name such as `127.example.com` is not). */
+function isLoopbackHost({ hostname }: URL): boolean {
+  const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return (
+    host === 'localhost' ||
+    (ipaddr.isValid(host) && ipaddr.process(host).range() === 'loopback')
+  );
+}
 
 /** https, or http to this machine alone (a test's or a lab's identity provider). */
 function isIdentityProviderUrl(value: string): boolean {
@@ -171,8 +178,7 @@ function isIdentityProviderUrl(value: string): boolean {
     const url = new URL(value);
     return (
       url.protocol === 'https:' ||
-      (url.protocol === 'http:' &&
-        (LOOPBACK_HOSTS.has(url.hostname) || url.hostname.startsWith('127.')))
+      (url.protocol === 'http:' && isLoopbackHost(url))
     );
   } catch {
     return false;

@@ -54,6 +54,7 @@ describe('readOidcConfig', () => {
     'http://idp.example.com',
     'ftp://idp.example.com',
     'idp.example.com',
+    'http://127.idp.example.com',
   ])('refuses the issuer %s: https, or http on loopback only', (issuer) => {
     expect(() =>
       readOidcConfig({ OIDC_ISSUER: issuer, OIDC_AUDIENCE: 'plant-store' }),
