@@ -847,8 +847,11 @@ describe('webhooks on bad days', () => {
   });
 
   it('counts no attempt for a request it never sent: its process stopped past the timeout before writing it', async () => {
+    // long enough that the attempt after the stall is answered in time on a loaded machine (a
+    // real timeout there would count as a second attempt): the stall outlasts it anyway
+    const timeoutMs = 2000;
     testApp = await startTestApp({
-      env: { ...FAST_RETRIES, WEBHOOKS_TIMEOUT: '300ms' },
+      env: { ...FAST_RETRIES, WEBHOOKS_TIMEOUT: `${timeoutMs}ms` },
     });
     const receiver = await receiverAnswering(undefined);
     const send = WebhookSender.prototype.send;
@@ -862,7 +865,7 @@ describe('webhooks on bad days', () => {
       if (!stopped) {
         stopped = true;
         // as SIGSTOP would: no timer, no socket, for longer than timeout and STALL_MS
-        const until = performance.now() + 300 + STALL_MS + 500;
+        const until = performance.now() + timeoutMs + STALL_MS + 500;
         while (performance.now() < until);
       }
       return sending;
