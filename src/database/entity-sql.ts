@@ -30,6 +30,13 @@ export class EntitySql<Entity extends ObjectLiteral> {
   /** A row's columns into an entity, one reader a column (column-readers.ts). */
   private readonly readers: ColumnReader[];
 
+  /**
+   * The entity's columns, by name, for a SELECT list. Never `SELECT *`: a column a newer
+   * release adds would change the statement's result, which PostgreSQL refuses to a statement
+   * prepared before (docs/operations.md, "Upgrades").
+   */
+  readonly columns: string;
+
   constructor(dataSource: DataSource, entity: EntityTarget<Entity>) {
     if (!(dataSource instanceof PortableDataSource)) {
       throw new TypeError(
@@ -46,6 +53,7 @@ export class EntitySql<Entity extends ObjectLiteral> {
     const columns = this.metadata.columns
       .map((column) => driver.escape(column.databaseName))
       .join(', ');
+    this.columns = columns;
     const values = this.metadata.columns
       .map((_column, index) => this.parameter(index + 1))
       .join(', ');

@@ -1,5 +1,65 @@
 import { NamedStatements } from './named-statements';
 
+/** What PostgreSQL answers a prepared statement whose result's columns a migration changed. */
+const stalePlan = () =>
+  Object.assign(new Error('cached plan must not change result type'), {
+    code: '0A000',
+  });
+
+/**
+ * A connection as pg's client answers: each name prepared once, then executed; a name
+ * prepared before `alter()` fails as PostgreSQL fails it; inside a transaction the failure
+ * aborts it, so that the next statement is refused too (25P02).
+ */
+function preparingClient({ inTransaction = false } = {}) {
+  const prepared = new Set<string>();
+  const executed: string[] = [];
+  let schema = 1;
+  let preparedAt = new Map<string, number>();
+  let aborted = false;
+  const answer = (config: { name: string }): Promise<string> => {
+    if (aborted) {
+      return Promise.reject(
+        Object.assign(new Error('current transaction is aborted'), {
+          code: '25P02',
+        }),
+      );
+    }
+    if (!prepared.has(config.name)) {
+      prepared.add(config.name);
+      preparedAt.set(config.name, schema);
+    }
+    if (preparedAt.get(config.name) !== schema) {
+      aborted = inTransaction;
+      return Promise.reject(stalePlan());
+    }
+    executed.push(config.name);
+    return Promise.resolve(`rows of ${config.name}`);
+  };
+  const client = {
+    // pg's signature: query(config, values?, callback?), a callback in values' place too
+    query: (config: unknown, values?: unknown, last?: unknown) => {
+      const result = answer(config as { name: string });
+      const given = typeof values === 'function' ? values : last;
+      if (typeof given !== 'function') return result;
+      const callback = given as (error: unknown, rows?: unknown) => void;
+      void result.then(
+        (rows) => callback(null, rows),
+        (error) => callback(error),
+      );
+      return undefined;
+    },
+  };
+  return {
+    client,
+    executed,
+    alter: () => {
+      schema += 1;
+      preparedAt = new Map([...preparedAt].map(([name]) => [name, 1]));
+    },
+  };
+}
+
 function recordingClient() {
   const calls: unknown[][] = [];
   const client = {
@@ -20,12 +80,12 @@ describe('NamedStatements', () => {
     client.query('SELECT $1', [2], callback);
     client.query('SELECT $1 + $2', [1, 2]);
     expect(calls).toEqual([
-      [{ name: 'plant_store_1', text: 'SELECT $1', values: [1] }, undefined],
-      [{ name: 'plant_store_1', text: 'SELECT $1', values: [2] }, callback],
+      [{ name: 'plant_store_1', text: 'SELECT $1', values: [1] }],
       [
-        { name: 'plant_store_2', text: 'SELECT $1 + $2', values: [1, 2] },
-        undefined,
+        { name: 'plant_store_1', text: 'SELECT $1', values: [2] },
+        expect.any(Function),
       ],
+      [{ name: 'plant_store_2', text: 'SELECT $1 + $2', values: [1, 2] }],
     ]);
   });
 
@@ -107,5 +167,67 @@ describe('NamedStatements', () => {
       'C $1',
       { name: 'plant_store_1', text: 'A $1', values: [1] },
     ]);
+  });
+
+  describe('after a schema change made a prepared statement stale', () => {
+    it('prepares it again under a new name and answers, outside a transaction', async () => {
+      const statements = new NamedStatements();
+      const { client, executed, alter } = preparingClient();
+      statements.nameStatementsOf(client);
+      await client.query('SELECT * FROM keys WHERE id = $1', [1]);
+      alter();
+      await expect(
+        client.query('SELECT * FROM keys WHERE id = $1', [2]),
+      ).resolves.toBe('rows of plant_store_2');
+      expect(executed).toEqual(['plant_store_1', 'plant_store_2']);
+    });
+
+    it('answers a caller with a callback the same way', async () => {
+      const statements = new NamedStatements();
+      const { client, alter } = preparingClient();
+      statements.nameStatementsOf(client);
+      await client.query('SELECT * FROM keys WHERE id = $1', [1]);
+      alter();
+      const answer = await new Promise((resolve, reject) => {
+        void client.query(
+          'SELECT * FROM keys WHERE id = $1',
+          [2],
+          (error: unknown, rows: unknown) =>
+            error ? reject(error as Error) : resolve(rows),
+        );
+      });
+      expect(answer).toBe('rows of plant_store_2');
+    });
+
+    it('gives the stale error back inside a transaction, and the new name to its retry on any connection', async () => {
+      const statements = new NamedStatements();
+      const first = preparingClient({ inTransaction: true });
+      const second = preparingClient();
+      statements.nameStatementsOf(first.client);
+      statements.nameStatementsOf(second.client);
+      await first.client.query('SELECT * FROM keys WHERE id = $1', [1]);
+      await second.client.query('SELECT * FROM keys WHERE id = $1', [1]);
+      first.alter();
+      second.alter();
+      await expect(
+        first.client.query('SELECT * FROM keys WHERE id = $1', [2]),
+      ).rejects.toMatchObject({ code: '0A000' });
+      // the other connection never meets the stale name again
+      await expect(
+        second.client.query('SELECT * FROM keys WHERE id = $1', [3]),
+      ).resolves.toBe('rows of plant_store_2');
+    });
+
+    it('passes every other failure through untouched', async () => {
+      const statements = new NamedStatements();
+      const refused = Object.assign(new Error('no such table'), {
+        code: '42P01',
+      });
+      const client = {
+        query: (..._args: unknown[]): unknown => Promise.reject(refused),
+      };
+      statements.nameStatementsOf(client);
+      await expect(client.query('SELECT $1', [1])).rejects.toBe(refused);
+    });
   });
 });

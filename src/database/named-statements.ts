@@ -14,6 +14,24 @@ interface PgClient {
   query: PgQuery;
 }
 
+/** A pg error's SQLSTATE, if it is one. */
+const codeOf = (error: unknown): unknown =>
+  (error as { code?: unknown } | null)?.code;
+
+/**
+ * PostgreSQL refuses to run a prepared statement whose result's columns changed since it was
+ * prepared (a column added to the table of a `SELECT *`, a column's type changed): a schema
+ * change by a newer release's migration, on a connection that prepared it before.
+ */
+export function isStalePlan(error: unknown): boolean {
+  return (
+    codeOf(error) === '0A000' &&
+    /cached plan must not change result type/.test(
+      (error as { message?: string }).message ?? '',
+    )
+  );
+}
+
 /**
  * PostgreSQL parses and plans an unnamed statement every time it runs; a named one (pg's
  * `name`) once per connection, then only binds and executes it. Every statement with
@@ -22,10 +40,16 @@ interface PgClient {
  * cap keeps a text that varies (an IN list, say) from filling each connection's memory. A
  * statement without parameters (BEGIN, SET, a migration's DDL) is left unnamed: it may hold
  * several statements, which a prepared one cannot.
+ *
+ * A statement whose plan a schema change made stale (isStalePlan) gets a new name, on every
+ * connection, and runs again under it at once: prepared anew, against the schema as it is
+ * now. Inside a transaction the failure has aborted it, so the first error stands, and the
+ * transaction is run again (isTransactionConflict) under the new name.
  */
 export class NamedStatements {
   private readonly names = new Map<string, string>();
   private readonly clients = new WeakSet<PgClient>();
+  private issued = 0;
 
   constructor(private readonly max = MAX_NAMED_STATEMENTS) {}
 
@@ -49,18 +73,61 @@ export class NamedStatements {
         typeof config === 'string' && Array.isArray(values) && values.length > 0
           ? this.nameOf(config)
           : undefined;
-      return name === undefined
-        ? query(config, values, callback)
-        : query({ name, text: config, values }, callback);
+      if (name === undefined) return query(config, values, callback);
+      const text = config as string;
+      const again = () => ({ name: this.renamed(text, name), text, values });
+      if (typeof callback === 'function') {
+        const answer = callback as (error: unknown, result?: unknown) => void;
+        return query(
+          { name, text, values },
+          (error: unknown, result: unknown) => {
+            if (!isStalePlan(error)) return answer(error, result);
+            query(again(), (retryError: unknown, retried: unknown) =>
+              answer(firstOf(error, retryError), retried),
+            );
+          },
+        );
+      }
+      const result = query({ name, text, values });
+      return result instanceof Promise
+        ? result.catch((error: unknown) => {
+            if (!isStalePlan(error)) throw error;
+            return (query(again()) as Promise<unknown>).catch(
+              (retryError: unknown) => {
+                throw firstOf(error, retryError);
+              },
+            );
+          })
+        : result;
     };
   }
 
   private nameOf(text: string): string | undefined {
     let name = this.names.get(text);
     if (name === undefined && this.names.size < this.max) {
-      name = `plant_store_${this.names.size + 1}`;
+      name = this.issue();
       this.names.set(text, name);
     }
     return name;
   }
+
+  /** The text's name after `stale` failed: a new one, once however many connections failed. */
+  private renamed(text: string, stale: string): string {
+    if (this.names.get(text) === stale) this.names.set(text, this.issue());
+    return this.names.get(text)!;
+  }
+
+  private issue(): string {
+    this.issued += 1;
+    return `plant_store_${this.issued}`;
+  }
+}
+
+/**
+ * The error a statement run again after a stale plan ends with: the first one when the retry
+ * met the transaction the first one aborted (25P02), the retry's own otherwise.
+ */
+function firstOf(first: unknown, retry: unknown): unknown {
+  if (retry === null || retry === undefined) return retry;
+  return codeOf(retry) === '25P02' ? first : retry;
 }

@@ -62,7 +62,7 @@ export class IdempotencyStore {
       `"body" = NULL, "created_at" = excluded."created_at", "expires_at" = excluded."expires_at" ` +
       `WHERE ${current('expires_at')} <= ${$(6)} OR (${current('status')} IS NULL ` +
       `AND ${current('lease_expires_at')} <= ${$(6)} AND ${current('fingerprint')} = excluded."fingerprint")`;
-    this.findStatement = `SELECT * FROM "idempotency_keys" WHERE ${row}`;
+    this.findStatement = `SELECT ${this.keys.columns} FROM "idempotency_keys" WHERE ${row}`;
     this.recordStatement =
       `UPDATE "idempotency_keys" SET "status" = ${$(4)}, "headers" = ${$(5)}, "body" = ${$(6)}, ` +
       `"lease_id" = NULL, "lease_expires_at" = NULL WHERE ${row} AND "lease_id" = ${$(3)}`;

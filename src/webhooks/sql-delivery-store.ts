@@ -112,7 +112,7 @@ export class SqlDeliveryStore implements DeliveryStore {
 
   async lanes(): Promise<Lane[]> {
     const active = await this.subscriptions.select(
-      `SELECT * FROM "webhook_subscriptions" WHERE "removed_at" IS NULL`,
+      `SELECT ${this.subscriptions.columns} FROM "webhook_subscriptions" WHERE "removed_at" IS NULL`,
       [],
     );
     return active.map((subscription) => ({
