@@ -5,6 +5,7 @@ import {
   TypeORMError,
 } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
+import { isStalePlan } from './named-statements';
 
 /** TypeORM wraps the driver's own error; the driver's code and message are what tell. */
 function driverErrorOf(error: unknown): unknown {
@@ -30,11 +31,40 @@ export function isUnstorableText(error: unknown): boolean {
 
 /**
  * PostgreSQL gave up a transaction so that the others stay consistent: a serialization failure
- * (40001) or a deadlock (40P01). Nothing of it was applied; running it again may succeed.
+ * (40001) or a deadlock (40P01); or a statement of it was prepared before a newer release's
+ * migration changed its result's columns (named-statements.ts, which renames it). Nothing of
+ * it was applied; running it again may succeed.
  */
 export function isTransactionConflict(error: unknown): boolean {
   const code = driverCodeOf(error);
-  return code === '40001' || code === '40P01';
+  return (
+    code === '40001' || code === '40P01' || isStalePlan(driverErrorOf(error))
+  );
+}
+
+/**
+ * A statement that waited for a lock longer than lock_timeout (55P03), or a transaction given
+ * up in a deadlock or a serialization failure: nothing of it was applied. What a migration
+ * meets when live traffic holds the locks it needs, and retries.
+ */
+export function gaveWayToLiveTraffic(error: unknown): boolean {
+  return driverCodeOf(error) === '55P03' || isTransactionConflict(error);
+}
+
+/**
+ * A statement named a table or column the database does not have: code running on a schema
+ * that another release migrated past it (PostgreSQL's undefined_table 42P01 and
+ * undefined_column 42703; SQLite's words for the same). SchemaCompatibility says which.
+ */
+export function isSchemaMismatch(error: unknown): boolean {
+  const code = driverCodeOf(error);
+  if (code === '42703' || code === '42P01') return true;
+  return (
+    code === 'SQLITE_ERROR' &&
+    /no such (column|table)|has no column named/.test(
+      (driverErrorOf(error) as Error).message,
+    )
+  );
 }
 
 export function isUniqueViolation(error: unknown): boolean {

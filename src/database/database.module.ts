@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import {
   Global,
   Logger,
@@ -17,7 +18,11 @@ import {
 } from './data-source-options';
 import { DatabaseAvailability } from './database-availability';
 import { DatabaseMetrics } from './database-metrics';
-import { PortableDataSource } from './portable-data-source';
+import { SchemaCompatibility } from './schema-compatibility';
+import {
+  PortableDataSource,
+  type MigrationReporter,
+} from './portable-data-source';
 
 /**
  * ClsModule registers a global guard and a global interceptor even when, as here, it mounts
@@ -43,6 +48,26 @@ function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
 }
 
 /**
+ * One line per migration this instance applied: which, where and how long, so that a slow
+ * start reads as the migration it was (docs/operations.md, "Upgrades").
+ */
+function migrationLog(logger: Logger): MigrationReporter {
+  const instance = `${hostname()}:${process.pid}`;
+  return {
+    applied: (migration, durationMs) =>
+      logger.log(
+        { migration, instance, durationMs },
+        `migration ${migration} applied by ${instance} in ${durationMs} ms`,
+      ),
+    retrying: (attempt, reason, delayMs) =>
+      logger.warn(
+        { attempt, instance, reason, delayMs },
+        `migrations rolled back after waiting for live traffic's locks (${reason}): trying again in ${delayMs} ms`,
+      ),
+  };
+}
+
+/**
  * The one DataSource; each feature module brings its entities with TypeOrmModule.forFeature.
  * Global for DatabaseAvailability, which the exception filter and readiness share.
  *
@@ -52,8 +77,8 @@ function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
  */
 @Global()
 @Module({
-  providers: [DatabaseAvailability, DatabaseMetrics],
-  exports: [DatabaseAvailability],
+  providers: [DatabaseAvailability, DatabaseMetrics, SchemaCompatibility],
+  exports: [DatabaseAvailability, SchemaCompatibility],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [databaseConfig.KEY],
@@ -62,6 +87,10 @@ function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
         ensureDatabaseFolder(config).forEach((note) => logger.warn(note));
         return {
           ...createDataSourceOptions(config),
+          migrationReporter: migrationLog(new Logger('Migrations')),
+          // TypeORM's own console lines (a migration's failure, always on) would not be JSON:
+          // the reporter and the boot failure say the same; DEBUG=typeorm:* shows them
+          logger: 'debug' as const,
           autoLoadEntities: true,
           // no retry: a database that cannot be reached at start ends the start, in one line
           retryAttempts: 0,

@@ -23,6 +23,7 @@ import {
 import {
   DatabaseUnreachableError,
   explainConnectFailure,
+  gaveWayToLiveTraffic,
   isTransactionConflict,
 } from './database-errors';
 
@@ -77,7 +78,18 @@ export type PortableDataSourceOptions = DataSourceOptions & {
   contention?: QueueBounds;
   /** PostgreSQL: statements with parameters as named ones (named-statements.ts); on unless false. */
   preparedStatements?: boolean;
+  migrationReporter?: MigrationReporter;
 };
+
+/**
+ * How a transaction begins on SQLite: holding the write lock from its first statement. Within
+ * one process the gate already runs transactions one at a time; another process on the same
+ * file (a second instance during a rolling update, the command-line tool) is what this is for.
+ * A deferred transaction that has read and then writes after another process committed fails
+ * at once with SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out; an immediate one waits
+ * its turn for the lock (better-sqlite3's 5 s) and then reads what is current.
+ */
+const BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE TRANSACTION';
 
 /** Statements kept prepared on SQLite's connection, by text: every text the code writes. */
 const PREPARED_STATEMENTS = 256;
@@ -114,8 +126,27 @@ export const MIGRATION_LOCK_KEY = 0x706c616e7473746fn;
 /** How often an instance waiting for another's migrations asks for the lock again. */
 const MIGRATION_LOCK_POLL_MS = 100;
 
-/** How long an instance waits for another's migrations before it gives up and exits. */
+/**
+ * How long an instance waits for another's migrations, and retries its own that gave way to
+ * live traffic, before it gives up and exits.
+ */
 export const MIGRATION_LOCK_WAIT_MS = 5 * 60_000;
+
+/**
+ * How long a migration's statement waits for a lock that live traffic holds on PostgreSQL
+ * before the migrations are rolled back and tried again: below PostgreSQL's default
+ * deadlock_timeout (1 s), so that in a deadlock between a migration and a live write the
+ * migration gives way, not the write.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 500;
+
+/** Told of what migrations do at start: the service logs it (database.module.ts). */
+export interface MigrationReporter {
+  /** `name` was applied and committed, its `up` taking `durationMs`. */
+  applied(name: string, durationMs: number): void;
+  /** The migrations were rolled back after waiting for live traffic's locks, and run again. */
+  retrying(attempt: number, reason: string, delayMs: number): void;
+}
 
 /** How TypeORM spells a timestamp without a time zone on PostgreSQL, before normalising. */
 const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
@@ -501,10 +532,15 @@ export class PortableDataSource extends DataSource {
           if (!session.isTransactionActive) gate.release(session);
         }
       };
+    const query = gatedQuery(() => gate.holder === session);
     Object.assign(session, {
       isTransactionActive: false,
       transactionDepth: 0,
-      query: gatedQuery(() => gate.holder === session),
+      query: ((sql: string, ...rest: unknown[]) =>
+        (query as (...args: unknown[]) => Promise<unknown>)(
+          sql === 'BEGIN TRANSACTION' ? BEGIN_IMMEDIATE : sql,
+          ...rest,
+        )) as QueryRunner['query'],
       startTransaction: async (isolation?: IsolationLevel) => {
         if (!session.isTransactionActive) await gate.acquire(session);
         try {
@@ -523,43 +559,148 @@ export class PortableDataSource extends DataSource {
   }
 
   /**
-   * On PostgreSQL, migrations run under an advisory lock: instances started together on an
-   * empty or outdated database take turns, the first applies each migration and the others
-   * find nothing left to do. TypeORM has no such lock (typeorm#4588). The lock is taken with
-   * pg_try_advisory_lock in a loop, so that every statement stays within the statement
-   * timeout. The lock belongs to one connection's session, which also runs the migrations
-   * (a pool of one cannot deadlock), and PostgreSQL releases it if this process dies.
+   * Migrations are applied by one instance at a time, beside live traffic (docs/operations.md,
+   * "Upgrades"):
+   *
+   * - On PostgreSQL, under an advisory lock: instances started together on an empty or
+   *   outdated database take turns, the first applies each migration and the others find
+   *   nothing left to do. TypeORM has no such lock (typeorm#4588). The lock is taken with
+   *   pg_try_advisory_lock in a loop, so that every statement stays within the statement
+   *   timeout; it belongs to the session that also runs the migrations, and PostgreSQL
+   *   releases it if this process dies. Each statement waits at most
+   *   MIGRATION_LOCK_TIMEOUT_MS for a lock that live traffic holds: past it the migrations are
+   *   rolled back and tried again, so that live writes wait briefly instead of deadlocking.
+   * - On SQLite, in one transaction that holds the write lock from its start, which another
+   *   process waits for: its migrations and a look at which ran are one step.
+   *
+   * Each migration applied is reported once committed (`migrationReporter`).
    */
   override async runMigrations(
     options?: Parameters<DataSource['runMigrations']>[0],
   ): Promise<Migration[]> {
-    if (this.options.type !== 'postgres') return super.runMigrations(options);
+    this.timeMigrations();
     const runner = this.createQueryRunner();
+    let applied: Migration[];
     try {
-      await this.acquireMigrationLock(runner);
-      try {
-        const executor = new MigrationExecutor(this, runner);
-        // the executor's settings, as DataSource.runMigrations makes them
-        Object.assign(executor, {
-          transaction:
-            options?.transaction ??
-            this.options.migrationsTransactionMode ??
-            'all',
-          fake: options?.fake ?? false,
-        });
-        return await executor.executePendingMigrations();
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [
-          String(MIGRATION_LOCK_KEY),
-        ]);
-      }
+      applied =
+        this.options.type === 'postgres'
+          ? await this.migratePostgres(runner, options)
+          : await this.migrateSqlite(runner, options);
     } finally {
       await runner.release();
     }
+    for (const { name } of applied) {
+      this.options.migrationReporter?.applied(
+        name,
+        this.migrationDurations.get(name) ?? 0,
+      );
+    }
+    return applied;
   }
 
-  private async acquireMigrationLock(runner: QueryRunner): Promise<void> {
+  private readonly migrationDurations = new Map<string, number>();
+  private migrationsTimed = false;
+
+  /** Each migration's `up` notes how long it took in migrationDurations. */
+  private timeMigrations(): void {
+    if (this.migrationsTimed) return;
+    this.migrationsTimed = true;
+    for (const migration of this.migrations) {
+      const up = migration.up.bind(migration);
+      const name = migration.name ?? migration.constructor.name;
+      migration.up = async (queryRunner) => {
+        const started = performance.now();
+        await up(queryRunner);
+        this.migrationDurations.set(
+          name,
+          Math.round(performance.now() - started),
+        );
+      };
+    }
+  }
+
+  /** TypeORM's executor on `runner`, with the settings DataSource.runMigrations gives it. */
+  private migrationExecutor(
+    runner: QueryRunner,
+    options: Parameters<DataSource['runMigrations']>[0],
+    transaction: 'all' | 'each' | 'none',
+  ): MigrationExecutor {
+    const executor = new MigrationExecutor(this, runner);
+    Object.assign(executor, { transaction, fake: options?.fake ?? false });
+    return executor;
+  }
+
+  private async migrateSqlite(
+    runner: QueryRunner,
+    options: Parameters<DataSource['runMigrations']>[0],
+  ): Promise<Migration[]> {
+    // foreign keys are turned off outside a transaction, where the pragma takes effect
+    await runner.beforeMigration();
+    try {
+      await runner.query(BEGIN_IMMEDIATE);
+      Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
+      try {
+        const applied = await this.migrationExecutor(
+          runner,
+          options,
+          'all',
+        ).executePendingMigrations();
+        await runner.commitTransaction();
+        return applied;
+      } catch (error) {
+        if (runner.isTransactionActive) {
+          await runner.rollbackTransaction().catch(() => undefined);
+        }
+        throw error;
+      }
+    } finally {
+      await runner.afterMigration();
+    }
+  }
+
+  private async migratePostgres(
+    runner: QueryRunner,
+    options: Parameters<DataSource['runMigrations']>[0],
+  ): Promise<Migration[]> {
     const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
+    await this.acquireMigrationLock(runner, deadline);
+    try {
+      await runner.query(`SET lock_timeout = ${MIGRATION_LOCK_TIMEOUT_MS}`);
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          return await this.migrationExecutor(
+            runner,
+            options,
+            options?.transaction ??
+              this.options.migrationsTransactionMode ??
+              'all',
+          ).executePendingMigrations();
+        } catch (error) {
+          if (!gaveWayToLiveTraffic(error) || Date.now() > deadline)
+            throw error;
+          const delayMs = Math.round(
+            MIGRATION_LOCK_TIMEOUT_MS * (1 + Math.random()),
+          );
+          this.options.migrationReporter?.retrying(
+            attempt,
+            (error as Error).message,
+            delayMs,
+          );
+          await new Promise((resolve) => setTimeout(resolve, delayMs));
+        }
+      }
+    } finally {
+      await runner.query('RESET lock_timeout');
+      await runner.query('SELECT pg_advisory_unlock($1)', [
+        String(MIGRATION_LOCK_KEY),
+      ]);
+    }
+  }
+
+  private async acquireMigrationLock(
+    runner: QueryRunner,
+    deadline: number,
+  ): Promise<void> {
     for (;;) {
       const [{ locked }] = (await runner.query(
         'SELECT pg_try_advisory_lock($1) AS locked',
