@@ -60,7 +60,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the service can reach its database (and, with OIDC_ISSUER, has its identity provider's keys) and is not shutting down */
+        /** Readiness: the service can reach its database, its code fits the database's schema (and, with OIDC_ISSUER, it has its identity provider's keys), and it is not shutting down */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -962,7 +962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The database is unreachable, the identity provider's keys could not be fetched, or the service is shutting down */
+            /** @description The database is unreachable, this build's code does not fit the database's schema, the identity provider's keys could not be fetched, or the service is shutting down */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];

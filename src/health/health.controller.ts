@@ -19,6 +19,7 @@ import { errorExamples } from '../common/errors/error-examples';
 import { SHUTTING_DOWN_MESSAGE, ShutdownGate } from '../http/shutdown-gate';
 import { DatabaseAvailability } from '../database/database-availability';
 import { PortableDataSource } from '../database/portable-data-source';
+import { SchemaCompatibility } from '../database/schema-compatibility';
 import { HealthStatusDto } from './dto/health-status.dto';
 
 const DATABASE_UNREACHABLE = 'the database is unreachable';
@@ -42,6 +43,7 @@ export class HealthController {
     private readonly shutdown: ShutdownGate,
     private readonly availability: DatabaseAvailability,
     private readonly identityProvider: IdentityProviderTokens,
+    private readonly schema: SchemaCompatibility,
   ) {}
 
   @Get('live')
@@ -59,16 +61,18 @@ export class HealthController {
   @ApiOperation({
     operationId: 'getReadiness',
     summary:
-      "Readiness: the service can reach its database (and, with OIDC_ISSUER, has its identity provider's keys) and is not shutting down",
+      "Readiness: the service can reach its database, its code fits the database's schema (and, with OIDC_ISSUER, it has its identity provider's keys), and it is not shutting down",
   })
   @Header('Cache-Control', 'no-store')
   @ApiOkResponse({ description: 'The database answers', type: HealthStatusDto })
   @ApiServiceUnavailableResponse({
     description:
-      "The database is unreachable, the identity provider's keys could not be fetched, or the service is shutting down",
+      "The database is unreachable, this build's code does not fit the database's schema, the identity provider's keys could not be fetched, or the service is shutting down",
     type: ErrorBody,
     examples: errorExamples(503, {
       'Database unreachable': DATABASE_UNREACHABLE,
+      'Schema of another release':
+        'this build\'s code does not fit the database\'s schema, which another release migrated: column webhook_subscriptions.owed_since does not exist. Run the release that migrated it, or one that knows its schema (docs/operations.md, "Upgrades")',
       'Identity provider unreachable':
         "the identity provider's keys are out of reach (https://idp.example.com/.well-known/openid-configuration: fetch failed: connect ECONNREFUSED 203.0.113.7:443)",
       'Shutting down': SHUTTING_DOWN_MESSAGE,
@@ -92,6 +96,8 @@ export class HealthController {
 
   private async checkDependencies(): Promise<HealthStatusDto> {
     const answer = await this.pingDatabase();
+    const misfit = await this.schema.problemNow();
+    if (misfit !== undefined) throw new ServiceUnavailableException(misfit);
     if (!this.identityProvider.enabled) return answer;
     try {
       await this.identityProvider.ready();

@@ -5,6 +5,7 @@ import {
   HttpException,
   HttpStatus,
   Logger,
+  Optional,
 } from '@nestjs/common';
 import type { Response } from 'express';
 import {
@@ -12,8 +13,10 @@ import {
   describeRequestProblem,
   isDatabaseBusy,
   isDatabaseUnavailable,
+  isSchemaMismatch,
 } from '../../database/database-errors';
 import { DatabaseAvailability } from '../../database/database-availability';
+import { SchemaCompatibility } from '../../database/schema-compatibility';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import type { RequestWithId } from '../../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
@@ -31,7 +34,10 @@ export interface ErrorAnswer {
 export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger(AllExceptionsFilter.name);
 
-  constructor(private readonly database: DatabaseAvailability) {}
+  constructor(
+    private readonly database: DatabaseAvailability,
+    @Optional() private readonly schema?: SchemaCompatibility,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -50,6 +56,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
     ) {
       if (isDatabaseUnavailable(exception)) {
         this.database.wentAway(exception);
+      } else if (isSchemaMismatch(exception)) {
+        // logged once, by the look at the schema this asks readiness to take
+        this.schema?.suspect();
       } else {
         const { id } = http.getRequest<RequestWithId>();
         this.logger.error(
@@ -97,8 +106,18 @@ export function toErrorAnswer(exception: unknown, method = 'GET'): ErrorAnswer {
           : WRITE_OUTCOME_UNKNOWN_MESSAGE,
     );
   }
+  if (isSchemaMismatch(exception)) {
+    return answer(HttpStatus.SERVICE_UNAVAILABLE, SCHEMA_MISMATCH_MESSAGE);
+  }
   return answer(HttpStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE);
 }
+
+/**
+ * This instance's code met a schema that another release migrated past it (docs/operations.md,
+ * "Upgrades"): its readiness says so from now on, so that traffic goes to instances that fit.
+ */
+export const SCHEMA_MISMATCH_MESSAGE =
+  "this instance's code does not fit the database's schema, which another release migrated: nothing was changed by this statement; try again, and an instance whose code fits will serve it";
 
 /** What a client is told when the database is away (503), and of any other fault (500). */
 export const DATABASE_UNAVAILABLE_MESSAGE =
