@@ -1,8 +1,9 @@
 // @ts-check
 // The slow suite (`npm run test:slow`, run by CI beside `npm test`): the resource generator in a
 // copy of the repository and its schematics, the migrations' drift check on both engines, the
-// benchmark's smoke run, three instances on one database, the dispatcher's poll at a million
-// deliveries and the docs page in a real browser.
+// benchmark's smoke run, three instances on one database, the previous release beside this
+// build through a rolling update, the dispatcher's poll at a million deliveries and the docs
+// page in a real browser.
 // Minutes, not seconds, so kept out of the suite a newcomer runs first (docs/testing.md).
 
 /** @type {import('jest').Config} */
