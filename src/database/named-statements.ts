@@ -128,6 +128,5 @@ export class NamedStatements {
  * met the transaction the first one aborted (25P02), the retry's own otherwise.
  */
 function firstOf(first: unknown, retry: unknown): unknown {
-  if (retry === null || retry === undefined) return retry;
   return codeOf(retry) === '25P02' ? first : retry;
 }

@@ -14,10 +14,12 @@ import {
 } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import { DatabaseAvailability } from '../../database/database-availability';
+import type { SchemaCompatibility } from '../../database/schema-compatibility';
 import {
   AllExceptionsFilter,
   BUSY_MESSAGE,
   BUSY_RETRY_AFTER_SECONDS,
+  SCHEMA_MISMATCH_MESSAGE,
   toErrorAnswer,
   WRITE_OUTCOME_UNKNOWN_MESSAGE,
 } from './all-exceptions.filter';
@@ -325,6 +327,83 @@ describe('AllExceptionsFilter', () => {
       error.mockRestore();
       warn.mockRestore();
     }
+  });
+
+  describe('a statement that meets a schema another release migrated past the code', () => {
+    const misfits = [
+      [
+        'PostgreSQL, a column',
+        { code: '42703', message: 'column Plant.tag does not exist' },
+      ],
+      [
+        'PostgreSQL, a table',
+        { code: '42P01', message: 'relation "plants" does not exist' },
+      ],
+      [
+        'SQLite, a column',
+        { code: 'SQLITE_ERROR', message: 'no such column: tag' },
+      ],
+      [
+        'SQLite, a table',
+        { code: 'SQLITE_ERROR', message: 'no such table: plants' },
+      ],
+      [
+        'SQLite, an insert',
+        {
+          code: 'SQLITE_ERROR',
+          message: 'table plants has no column named tag',
+        },
+      ],
+    ] as const;
+
+    it.each(misfits)(
+      'answers %s with 503, logs nothing per request, and has readiness look again',
+      (_case, driverError) => {
+        const error = jest.spyOn(Logger.prototype, 'error');
+        const suspect = jest.fn();
+        const response = {
+          headersSent: false,
+          status: jest.fn().mockReturnThis(),
+          set: jest.fn().mockReturnThis(),
+          json: jest.fn().mockReturnThis(),
+        };
+        try {
+          new AllExceptionsFilter(new DatabaseAvailability(), {
+            suspect,
+          } as unknown as SchemaCompatibility).catch(
+            new QueryFailedError(
+              'SELECT',
+              [],
+              Object.assign(new Error(driverError.message), driverError),
+            ),
+            hostFor(response),
+          );
+          expect(response.status).toHaveBeenCalledWith(503);
+          expect(response.json).toHaveBeenCalledWith({
+            error: 503,
+            message: SCHEMA_MISMATCH_MESSAGE,
+          });
+          expect(suspect).toHaveBeenCalledTimes(1);
+          expect(error).not.toHaveBeenCalled();
+        } finally {
+          error.mockRestore();
+        }
+      },
+    );
+
+    it('leaves another SQLite error a 500', () => {
+      expect(
+        toErrorAnswer(
+          new QueryFailedError(
+            'SELECT',
+            [],
+            Object.assign(new Error('near "SELEC": syntax error'), {
+              code: 'SQLITE_ERROR',
+            }),
+          ),
+        ).body.error,
+      ).toBe(500);
+    });
   });
 
   it('answers a busy database with 503 and Retry-After, and logs no outage nor error', () => {
