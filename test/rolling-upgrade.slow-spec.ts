@@ -21,7 +21,7 @@ import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
  * migrated schema (a rollback, a rescheduled pod) joins; the old ones are stopped one by one.
  * Every operation of the document is called on every instance throughout, and webhooks are
  * delivered by whichever dispatcher gets them: no 5xx, no error logged, readiness 200 on
- * every instance, and every event delivered once.
+ * every instance, and every event delivered.
  */
 
 /** What each operation must answer; anything else (a 5xx above all) fails the test. */
@@ -414,7 +414,8 @@ function rollingUpgrade(
         );
         expect([...tried].sort()).toEqual(Object.keys(EXPECTED).sort());
       }
-      // every event of an answered create or delete delivered, once
+      // every event of an answered create or delete delivered, and no other; at least once,
+      // as promised: an attempt a stopping instance cut short is sent again by another
       const delivered = () =>
         receiver.received.map(
           ({ headers, body }) =>
@@ -425,7 +426,9 @@ function rollingUpgrade(
         (got) => [...traffic.owed].every((event) => got.has(event)),
         60_000,
       );
-      expect(delivered().sort()).toEqual([...traffic.owed].sort());
+      expect([...new Set(delivered())].sort()).toEqual(
+        [...traffic.owed].sort(),
+      );
       expect(running.flatMap(errorsOf)).toEqual([]);
     } finally {
       for (const instance of running) instance.process.child.kill('SIGKILL');
