@@ -316,9 +316,15 @@ describe('access tokens of an identity provider (OIDC_ISSUER)', () => {
           }),
         ),
       );
+      const started = Date.now();
       const answers = await Promise.all(forged.map(listPlants));
+      const took = Date.now() - started;
       expect(answers.map(({ status }) => status)).toEqual(Array(20).fill(401));
-      expect(provider.keySetFetches - before).toBe(1);
+      // the tokens that arrive while a fetch runs share it; those after it wait for the next
+      // the cooldown allows (100 ms here): one fetch, and one more per cooldown they span
+      const fetches = provider.keySetFetches - before;
+      expect(fetches).toBeGreaterThanOrEqual(1);
+      expect(fetches).toBeLessThanOrEqual(1 + Math.floor(took / 100));
     });
   });
 });
@@ -537,6 +543,87 @@ describe('the built service (node dist/main.js) with an identity provider', () =
       await service.exited;
       folder.remove();
       await provider.close();
+    }
+  });
+});
+
+describe('a signing-key rotation within the cooldown', () => {
+  let provider: IdentityProvider;
+
+  beforeEach(async () => {
+    provider = await IdentityProvider.start();
+  });
+
+  afterEach(async () => {
+    await provider.close();
+  });
+
+  /** Waits until the service has the provider's keys, fetched in the background at boot. */
+  const keysFetched = (testApp: TestApp) =>
+    eventually(
+      async () => (await testApp.http().get('/health/ready')).status,
+      (status) => status === 200,
+      5000,
+    );
+
+  it('refuses no token of the new key, and counts none as a guess: they wait for the next fetch, and share it', async () => {
+    const testApp = await startTestApp({
+      env: provider.env({
+        OIDC_JWKS_COOLDOWN: '2s',
+        RATE_LIMIT_BAD_TOKENS: '5',
+      }),
+    });
+    try {
+      await keysFetched(testApp);
+      const fetches = provider.keySetFetches;
+      // the provider publishes a key and signs with it at once, as Keycloak does
+      await provider.addKey('key-2');
+      provider.published = ['key-1', 'key-2'];
+      const rotated = await provider.token('alice', 'plants:read', {
+        kid: 'key-2',
+      });
+      const answers = await Promise.all(
+        Array.from({ length: 25 }, () => listPlantsWith(testApp, rotated)),
+      );
+      expect(answers.map(({ status }) => status)).toEqual(Array(25).fill(200));
+      expect(provider.keySetFetches - fetches).toBe(1);
+      // the address was never taken for a guesser's
+      const own = await testApp.issueToken({ scopes: ['plants:read'] });
+      expect((await listPlantsWith(testApp, own)).status).toBe(200);
+    } finally {
+      await testApp.close();
+    }
+  });
+
+  it('with a cooldown longer than the wait, refuses saying when to try again, never as a guess', async () => {
+    const testApp = await startTestApp({
+      env: provider.env({
+        OIDC_JWKS_COOLDOWN: '1h',
+        RATE_LIMIT_BAD_TOKENS: '5',
+      }),
+    });
+    try {
+      await keysFetched(testApp);
+      await provider.addKey('key-2');
+      provider.published = ['key-1', 'key-2'];
+      const rotated = await provider.token('alice', 'plants:read', {
+        kid: 'key-2',
+      });
+      for (let i = 0; i < 10; i += 1) {
+        const refused = await listPlantsWith(testApp, rotated);
+        expect(refused.status).toBe(401);
+        expect(refused.body.message).toMatch(
+          new RegExp(
+            `^${REFUSED}no key of the identity provider's fetched \\d+ s ago matches its kid, and they are fetched again in 36\\d\\d s \\(OIDC_JWKS_COOLDOWN\\): try again then$`,
+          ),
+        );
+      }
+      const own = await testApp.issueToken({ scopes: ['plants:read'] });
+      expect((await listPlantsWith(testApp, own)).status).toBe(200);
+      const old = await provider.token('alice', 'plants:read');
+      expect((await listPlantsWith(testApp, old)).status).toBe(200);
+    } finally {
+      await testApp.close();
     }
   });
 });

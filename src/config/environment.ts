@@ -601,8 +601,8 @@ export const ENVIRONMENT_SCHEMA = z.object({
   ),
   OIDC_JWKS_COOLDOWN: variable(
     duration(),
-    '30s',
-    "The least time between two fetches of the issuer's keys: tokens with unknown key ids fetch them at most this often",
+    '5s',
+    "The least time between two fetches of the issuer's keys: tokens with unknown key ids fetch them at most this often, waiting up to 5 s for the next fetch",
   ),
   OIDC_JWKS_MAX_AGE: variable(
     duration(),

@@ -23,8 +23,24 @@ export const MAX_DOCUMENT_BYTES = 512 * 1024;
 /** How long a fetch from the identity provider may take, answer and body. */
 export const FETCH_TIMEOUT_MS = 5000;
 
+/**
+ * How long a token signed by a key newer than those in hand waits for the next fetch of the
+ * keys that OIDC_JWKS_COOLDOWN allows: at the default cooldown, always long enough. Identity
+ * providers sign with a new key as soon as they publish it (Keycloak, oidc-provider), so such
+ * a token is a routine rotation, not a guess.
+ */
+export const MAX_KEY_WAIT_MS = 5000;
+
 /** `typ` of an access token (RFC 9068), or the plain `JWT` most providers write; any case. */
 const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt', 'jwt']);
+
+/**
+ * The keys were fetched too recently to fetch them again within MAX_KEY_WAIT_MS: the token's
+ * kid may be a key published since, so its refusal is the service's own, never a guess.
+ */
+class KeysFetchedRecently extends Error {
+  override readonly name = 'KeysFetchedRecently';
+}
 
 /** Why the identity provider's keys are not there: what readiness and the log say. */
 export class IdentityProviderUnavailable extends Error {
@@ -37,7 +53,8 @@ export class IdentityProviderUnavailable extends Error {
  * JWKS), for this service's audience, within their lifetime. Its keys are fetched at boot
  * without holding the boot up, kept for OIDC_JWKS_MAX_AGE, and fetched again for an unknown
  * key id; never more often than once per OIDC_JWKS_COOLDOWN, so that tokens made up by anyone
- * cannot make the service hammer the provider. A token that cannot be checked, for whatever
+ * cannot make the service hammer the provider, a token with an unknown kid waiting for the
+ * next fetch rather than being refused. A token that cannot be checked, for whatever
  * reason, the provider's included, is no token (401), never a 5xx.
  */
 @Injectable()
@@ -120,6 +137,12 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
     } catch (error) {
       if (isKeyFetchFailure(error))
         return providerAway(this.unavailable(error));
+      if (error instanceof KeysFetchedRecently) {
+        return new TokenRejection(
+          rejectedAccessTokenMessage(error.message),
+          false,
+        );
+      }
       return new TokenRejection(
         rejectedAccessTokenMessage(rejectionOf(error, config)),
       );
@@ -168,7 +191,8 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
     }
     this.keys = createRemoteJWKSet(new URL(jwksUrl), {
       timeoutDuration: FETCH_TIMEOUT_MS,
-      cooldownDuration: config.jwksCooldownMs,
+      // every unknown kid asks fetchJson, which keeps the cooldown (and waits it out)
+      cooldownDuration: 0,
       cacheMaxAge: config.jwksMaxAgeMs,
       [customFetch]: async (url, options) =>
         Response.json(await this.fetchJson(url, options, isKeySet)),
@@ -180,19 +204,31 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
    * A GET to the provider, for JSON: at most one per URL per OIDC_JWKS_COOLDOWN, whatever its
    * outcome (jose's own cooldown counts from the last success only), 200 only, the body read up
    * to MAX_DOCUMENT_BYTES. A document in the expected shape means the provider is back.
+   *
+   * Asked again within the cooldown (a kid the keys in hand lack), it waits for the cooldown's
+   * end, up to MAX_KEY_WAIT_MS, and fetches then: the callers waiting meanwhile share that one
+   * fetch (jose's reload is shared), so made-up kids still cost one fetch per cooldown, and a
+   * key the provider published since the last fetch is found rather than refused.
    */
   private async fetchJson(
     url: string,
     options: RequestInit & { signal: AbortSignal },
     isExpected: (document: unknown) => boolean = isObject,
   ): Promise<unknown> {
-    const now = Date.now();
     const last = this.lastFetchAt.get(url) ?? -Infinity;
-    if (now - last < this.config!.jwksCooldownMs) {
-      // the keys in hand are the latest: a kid they lack is the token's fault
-      throw this.problem ?? new errors.JWKSNoMatchingKey();
+    const allowedAt = last + this.config!.jwksCooldownMs;
+    const wait = allowedAt - Date.now();
+    if (wait > 0) {
+      // the provider was away at the last fetch: the keys in hand are all there is
+      if (this.problem) throw this.problem;
+      if (wait > MAX_KEY_WAIT_MS) {
+        throw new KeysFetchedRecently(
+          `no key of the identity provider's fetched ${Math.round((Date.now() - last) / 1000)} s ago matches its kid, and they are fetched again in ${Math.ceil(wait / 1000)} s (OIDC_JWKS_COOLDOWN): try again then`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    this.lastFetchAt.set(url, now);
+    this.lastFetchAt.set(url, Date.now());
     let body: Buffer;
     try {
       body = await readBounded(url, options);

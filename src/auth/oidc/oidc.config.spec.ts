@@ -19,7 +19,7 @@ describe('readOidcConfig', () => {
       algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
       clockToleranceMs: 30_000,
       scopeClaim: undefined,
-      jwksCooldownMs: 30_000,
+      jwksCooldownMs: 5000,
       jwksMaxAgeMs: 600_000,
     });
   });
