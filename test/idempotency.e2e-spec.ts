@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
+import { IdentityProvider } from './helpers/identity-provider';
 import { portOf, sendRaw } from './helpers/raw-http';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import {
@@ -452,5 +453,59 @@ describe('Idempotency-Key expiry', () => {
       left = await testApp.query('SELECT caller FROM idempotency_keys');
     } while (left.length > 0 && Date.now() < deadline);
     expect(left).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key for a caller longer than the stored column', () => {
+  let provider: IdentityProvider;
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    provider = await IdentityProvider.start();
+    testApp = await startTestApp({ env: provider.env() });
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    await provider.close();
+  });
+
+  // Entra ID v2's issuer and an object id make callers of 120 characters and more
+  const post = async (subject: string, body: object) =>
+    testApp
+      .http()
+      .post('/plants')
+      .set(
+        'Authorization',
+        `Bearer ${await provider.token(subject, 'plants:write')}`,
+      )
+      .set('Idempotency-Key', 'long-caller')
+      .send(body);
+
+  it('keeps its keys apart from another long caller, and replays its first answer', async () => {
+    const alice = `alice-${'a'.repeat(100)}`;
+    const bob = `bob-${'b'.repeat(100)}`;
+    const first = await post(alice, { id: 71, name: 'Fern' });
+    expect([first.status, first.text]).toEqual([
+      200,
+      '{"id":71,"name":"Fern"}',
+    ]);
+    const again = await post(alice, { id: 71, name: 'Fern' });
+    expect([again.status, again.text]).toEqual([
+      200,
+      '{"id":71,"name":"Fern"}',
+    ]);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    // the same key from another caller is another key
+    const other = await post(bob, { id: 72, name: 'Ivy' });
+    expect([other.status, other.text]).toEqual([200, '{"id":72,"name":"Ivy"}']);
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    const callers = await testApp.query<{ caller: string }>(
+      'SELECT caller FROM idempotency_keys ORDER BY caller',
+    );
+    expect(callers.map(({ caller }) => caller)).toEqual([
+      expect.stringMatching(/^sha256:[A-Za-z0-9_-]{43}$/),
+      expect.stringMatching(/^sha256:[A-Za-z0-9_-]{43}$/),
+    ]);
   });
 });

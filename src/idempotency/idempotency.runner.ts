@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   BadRequestException,
   ConflictException,
@@ -81,7 +82,7 @@ export class IdempotencyRunner {
       );
     }
     const keyed: KeyedRequest = {
-      caller: bearer.caller,
+      caller: storedCaller(bearer.caller),
       key,
       fingerprint: fingerprintOf(request),
     };
@@ -159,4 +160,18 @@ export class IdempotencyRunner {
       // the lease runs out on its own (IDEMPOTENCY_LEASE)
     }
   }
+}
+
+/** How long a caller the `caller` column holds may be (idempotent-request.entity.ts). */
+export const MAX_STORED_CALLER = 80;
+
+/**
+ * The caller as its keys are stored: itself, or, past MAX_STORED_CALLER (an identity
+ * provider's issuer URL and subject can make 120 characters and more), `sha256:` and its
+ * digest, which no caller of the service's own forms (`token:`, `jwt:`) can be.
+ */
+export function storedCaller(caller: string): string {
+  return caller.length <= MAX_STORED_CALLER
+    ? caller
+    : `sha256:${createHash('sha256').update(caller).digest('base64url')}`;
 }

@@ -10,7 +10,11 @@ import { SmallIntegerColumn } from '../database/columns';
 // the background sweep deletes the expired ones, oldest first
 @Index('IDX_idempotency_keys_expires_at', ['expiresAt'])
 export class IdempotentRequest {
-  /** Who sent it (`token:<id>`): the same key from another caller is another key. */
+  /**
+   * Who sent it (`token:<id>`, `jwt:<sub>@<iss>`, or `sha256:<digest>` of one longer than
+   * the column: idempotency.runner.ts, `storedCaller`): the same key from another caller is
+   * another key.
+   */
   @PrimaryColumn({ type: 'varchar', length: 80 })
   caller!: string;
 
