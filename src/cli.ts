@@ -1,3 +1,5 @@
+// first: a Node.js the tool cannot run on says so, before a native module crashes it
+import './config/require-supported-node';
 import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
 import { tokensCommand } from './cli/tokens.command';

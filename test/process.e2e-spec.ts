@@ -2,14 +2,17 @@ import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { spawnSync } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
+  CLI,
   freePort,
+  MAIN,
   ROOT,
   runCliProcess,
+  runNodeScript,
   runServiceToExit,
   startServiceProcess,
   type LogLine,
@@ -41,6 +44,33 @@ describe('the service process (node dist/main.js)', () => {
   });
 
   afterEach(() => folder.remove());
+
+  it.each([
+    ['the service', MAIN, []],
+    ['its tool', CLI, ['tokens', 'list']],
+  ])(
+    '%s on a Node.js that package.json does not admit says so and exits 1, before a native module crashes it',
+    async (_name, script, args) => {
+      // Node.js 20 as the process sees it, whatever runs the tests
+      const olderNode = join(folder.path, 'node-20.js');
+      writeFileSync(
+        olderNode,
+        "Object.defineProperty(process.versions, 'node', { value: '20.20.2' });",
+      );
+      const { status, stdout, stderr } = await runNodeScript(
+        ['-r', olderNode, script, ...args],
+        { DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}` },
+        folder.path,
+      );
+      expect([status, stdout, stderr]).toEqual([
+        1,
+        '',
+        `the plant store needs Node.js ^22.15.0 || ^24.11.0 || ^26.0.0 (package.json engines), and this is Node.js 20.20.2 (${process.execPath}): put a supported Node.js first on PATH, as the README's Quick start shows\n`,
+      ]);
+      // nothing was opened: no database file
+      expect(existsSync(join(folder.path, 'store.sqlite'))).toBe(false);
+    },
+  );
 
   it('creates data/plant-store.sqlite and its folder, private to its user, by default', async () => {
     const service = await startServiceProcess({}, folder.path);
