@@ -82,7 +82,7 @@ export default async () => {
                 required: true,
                 type: () => String,
                 description:
-                  'Who sent it (`token:<id>`): the same key from another caller is another key.',
+                  'Who sent it (`token:<id>`, `jwt:<sub>@<iss>`, or `sha256:<digest>` of one longer than\nthe column: idempotency.runner.ts, `storedCaller`): the same key from another caller is\nanother key.',
               },
               key: { required: true, type: () => String },
               fingerprint: {

@@ -117,6 +117,28 @@ describeWithChromium('Swagger UI at /docs in a real browser', () => {
           id,
         ),
       ).toEqual([{ id, name: 'Clicked Calathea', tag: host }]);
+
+      // the Idempotency-Key field starts empty: a key the page filled in would be sent with
+      // every create, and the next body refused as "already used for another request"
+      expect(
+        await operation
+          .locator('tr[data-param-name="Idempotency-Key"] input')
+          .inputValue(),
+      ).toBe('');
+      await operation
+        .locator('textarea.body-param__text')
+        .fill(`{"id": ${id + 1n}, "name": "Second Calathea"}`);
+      await operation.locator('.execute').click();
+      await operation
+        .locator(
+          '.live-responses-table tr.response .response-col_description',
+          {
+            hasText: 'Second Calathea',
+          },
+        )
+        .first()
+        .waitFor();
+      expect((await status.innerText()).trim()).toBe('200');
     },
   );
 });

@@ -36,7 +36,8 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
         maxLength: MAX_KEY_LENGTH,
         pattern: '^[\\x21-\\x7E]+$',
       },
-      example: '4f1c7a52-3b7e-4a7e-9c1d-2f6b8e0d9a31',
+      // no example: Swagger UI fills it in for "Try it out", and the page's next create, with
+      // another body, would be refused as "already used for another request"
     }),
   );
 }
