@@ -340,6 +340,32 @@ describe('an identity provider that fails', () => {
     await provider.close();
   });
 
+  it('naming a jwks_uri over plain http on another host: never fetched, readiness names it, its tokens get 401', async () => {
+    // .invalid never resolves (RFC 2606): nothing could be sent there, were it tried
+    provider.discoveredJwksUrl = 'http://keys.plant-store.invalid/jwks';
+    const fetches = provider.keySetFetches;
+    const testApp = await startTestApp({ env: provider.env() });
+    try {
+      const message = `the identity provider's keys are out of reach (its discovery document's jwks_uri http://keys.plant-store.invalid/jwks is not https (http is taken on loopback only))`;
+      const ready = await eventually(
+        async () => (await testApp.http().get('/health/ready')).body,
+        (body: { message?: string }) => body.message === message,
+        5000,
+      );
+      expect(ready).toEqual({ error: 503, message });
+      const token = await provider.token('alice', 'plants:read');
+      const refused = await listPlantsWith(testApp, token);
+      expect([refused.status, refused.body.message]).toEqual([
+        401,
+        REFUSED + message,
+      ]);
+      expect(provider.keySetFetches).toBe(fetches);
+    } finally {
+      provider.discoveredJwksUrl = undefined;
+      await testApp.close();
+    }
+  });
+
   it('down at boot: the service starts, readiness names it, its tokens get 401 until it is back', async () => {
     provider.mode = 'down';
     const testApp = await startTestApp({ env: provider.env() });

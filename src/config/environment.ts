@@ -173,7 +173,7 @@ function isLoopbackHost({ hostname }: URL): boolean {
 }
 
 /** https, or http to this machine alone (a test's or a lab's identity provider). */
-function isIdentityProviderUrl(value: string): boolean {
+export function isIdentityProviderUrl(value: string): boolean {
   try {
     const url = new URL(value);
     return (

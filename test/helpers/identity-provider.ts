@@ -82,6 +82,9 @@ export class IdentityProvider {
 
   private sockets = new Set<import('node:net').Socket>();
 
+  /** What its discovery document names as `jwks_uri`, when not its own key set's URL. */
+  discoveredJwksUrl?: string;
+
   get jwksUrl(): string {
     return `http://127.0.0.1:${this.port}/realms/plants/jwks`;
   }
@@ -150,7 +153,7 @@ export class IdentityProvider {
       if (this.mode === 'down') return void response.destroy();
       return json(response, {
         issuer: this.issuer,
-        jwks_uri: this.jwksUrl,
+        jwks_uri: this.discoveredJwksUrl ?? this.jwksUrl,
         token_endpoint: `${this.issuer}/protocol/openid-connect/token`,
       });
     }

@@ -11,6 +11,7 @@ import {
   type JWTPayload,
   type RemoteJWKSet,
 } from 'jose';
+import { isIdentityProviderUrl } from '../../config/environment';
 import { DependencyState } from '../../logging/dependency-state';
 import { rejectedAccessTokenMessage } from '../auth-messages';
 import { TokenRejection, type Bearer } from '../bearer';
@@ -384,6 +385,12 @@ function jwksUrlOf(document: unknown, issuer: string): string {
   if (typeof jwksUri !== 'string' || !URL.canParse(jwksUri)) {
     throw new IdentityProviderUnavailable(
       'its discovery document has no jwks_uri URL',
+    );
+  }
+  // the rule OIDC_JWKS_URL is held to: keys over plain http could be anyone's
+  if (!isIdentityProviderUrl(jwksUri)) {
+    throw new IdentityProviderUnavailable(
+      `its discovery document's jwks_uri ${jwksUri} is not https (http is taken on loopback only)`,
     );
   }
   return jwksUri;
