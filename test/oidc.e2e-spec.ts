@@ -184,6 +184,31 @@ describe('access tokens of an identity provider (OIDC_ISSUER)', () => {
         'its sub claim is missing',
       ],
       [
+        'with an empty sub',
+        { claims: { sub: '' } },
+        'its sub claim is not a non-empty string',
+      ],
+      [
+        'with a numeric sub (the caller of the string of its digits is someone else)',
+        { claims: { sub: 42 } },
+        'its sub claim is not a non-empty string',
+      ],
+      [
+        'issued in the future (iat past the 30 s tolerance)',
+        { claims: { iat: now() + 120 } },
+        'it was issued in the future (iat)',
+      ],
+      [
+        'with a malformed scope beside a valid scp',
+        { claims: { scope: ['plants:write'], scp: 'plants:write' } },
+        'its scope claim is not a space-separated string',
+      ],
+      [
+        'with a malformed scp',
+        { claims: { scope: undefined, scp: 42 } },
+        'its scp claim is not a space-separated string or an array of strings',
+      ],
+      [
         'typed as nothing',
         { header: { typ: undefined } },
         'its typ is undefined, not at+jwt or JWT',

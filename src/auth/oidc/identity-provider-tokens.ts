@@ -131,10 +131,15 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
           ),
         );
       }
-      return {
-        caller: `jwt:${payload.sub}@${config.issuer}`,
-        scopes: this.scopesOf(payload),
-      };
+      const problem = claimProblemOf(payload, config);
+      if (problem !== undefined) {
+        return new TokenRejection(rejectedAccessTokenMessage(problem));
+      }
+      const scopes = this.scopesOf(payload);
+      if (typeof scopes === 'string') {
+        return new TokenRejection(rejectedAccessTokenMessage(scopes));
+      }
+      return { caller: `jwt:${payload.sub}@${config.issuer}`, scopes };
     } catch (error) {
       if (isKeyFetchFailure(error))
         return providerAway(this.unavailable(error));
@@ -150,17 +155,31 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
     }
   }
 
-  /** The scopes of the claim that holds them, those the service knows; the rest are ignored. */
-  private scopesOf(payload: JWTPayload): string[] {
-    const claim = this.config!.scopeClaim;
-    const value = claim ? payload[claim] : (payload.scope ?? payload.scp);
-    const named =
+  /**
+   * The scopes of the claim that holds them, those the service knows (the rest are ignored); or
+   * what is wrong with that claim. `scope` is a space-separated string (RFC 9068); `scp` and a
+   * claim named by OIDC_SCOPE_CLAIM may also be an array of strings. A claim in another shape
+   * refuses the token rather than fall back on another claim.
+   */
+  private scopesOf(payload: JWTPayload): string[] | string {
+    const named = this.config!.scopeClaim;
+    const claim = named ?? ('scope' in payload ? 'scope' : 'scp');
+    const value = payload[claim];
+    if (value === undefined) return [];
+    const listed =
       typeof value === 'string'
         ? value.split(' ')
-        : Array.isArray(value)
-          ? value.filter((item): item is string => typeof item === 'string')
-          : [];
-    return named.filter((scope) => this.scopes.has(scope));
+        : claim !== 'scope' &&
+            Array.isArray(value) &&
+            value.every((item) => typeof item === 'string')
+          ? (value as string[])
+          : undefined;
+    if (listed === undefined) {
+      return claim === 'scope'
+        ? 'its scope claim is not a space-separated string'
+        : `its ${claim} claim is not a space-separated string or an array of strings`;
+    }
+    return listed.filter((scope) => this.scopes.has(scope));
   }
 
   /** The key set, once its URL is known (OIDC_JWKS_URL, or discovered from the issuer). */
@@ -274,6 +293,27 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
     this.state.wentAway(reason);
     return this.problem;
   }
+}
+
+/**
+ * What jose leaves unchecked: a subject that is a non-empty string (a number would name the
+ * caller of the string of its digits, RFC 7519 makes it a string), and an `iat` that is not in
+ * the future, within the clock tolerance.
+ */
+function claimProblemOf(
+  payload: JWTPayload,
+  config: OidcConfig,
+): string | undefined {
+  if (typeof payload.sub !== 'string' || payload.sub === '') {
+    return 'its sub claim is not a non-empty string';
+  }
+  if (
+    typeof payload.iat === 'number' &&
+    payload.iat * 1000 > Date.now() + config.clockToleranceMs
+  ) {
+    return 'it was issued in the future (iat)';
+  }
+  return undefined;
 }
 
 /** A token refused because the provider's keys are out of reach: nobody's guess. */
