@@ -170,7 +170,8 @@ describeWithPostgres('the service when PostgreSQL is away', () => {
           testApp.http().get('/health/ready'),
         );
         expect(ready.status).toBe(503);
-        expect(readyMs).toBeLessThan(4_000 + 20 * pace);
+        // within Kubernetes' default probe timeout (1 s): a 503, not a probe timed out
+        expect(readyMs).toBeLessThan(1000 + 20 * pace);
 
         if (relay.isCut) await relay.restore();
         relay.resume();

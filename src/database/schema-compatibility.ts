@@ -8,6 +8,9 @@ import { DataSource, type EntityMetadata } from 'typeorm';
 /** How long readiness trusts the last look at the schema before it looks again. */
 export const SCHEMA_RECHECK_MS = 10_000;
 
+/** How long readiness waits for a look at the schema before it answers with the last verdict. */
+const SCHEMA_LOOK_WAIT_MS = 200;
+
 /** A column as the database describes it. */
 interface StoredColumn {
   table: string;
@@ -55,7 +58,14 @@ export class SchemaCompatibility implements OnApplicationBootstrap {
    */
   async problemNow(maxAgeMs = SCHEMA_RECHECK_MS): Promise<string | undefined> {
     if (Date.now() - this.checkedAt < maxAgeMs) return this.problem;
-    return this.check();
+    // a slow look does not hold readiness up: the last verdict stands until it ends
+    let timer: NodeJS.Timeout | undefined;
+    const lastVerdict = new Promise<string | undefined>((resolve) => {
+      timer = setTimeout(() => resolve(this.problem), SCHEMA_LOOK_WAIT_MS);
+    });
+    return Promise.race([this.check(), lastVerdict]).finally(() =>
+      clearTimeout(timer),
+    );
   }
 
   /** A statement failed as code on another schema fails: readiness looks again at once. */

@@ -31,6 +31,12 @@ const DATABASE_UNREACHABLE = 'the database is unreachable';
  */
 export const READINESS_REUSE_MS = 1000;
 
+/**
+ * How long readiness waits for the database's answer: below Kubernetes' default probe timeout
+ * (1 s), so that a database that stops answering reads as 503, not as a probe that timed out.
+ */
+export const READINESS_PING_TIMEOUT_MS = 800;
+
 @ApiTags('health')
 @Public()
 @Controller('health')
@@ -115,7 +121,9 @@ export class HealthController {
       const { status, info } = await this.health.check([
         async () => {
           // apart from the pool: requests waiting their turn are no outage
-          await (this.dataSource as PortableDataSource).ping(2000);
+          await (this.dataSource as PortableDataSource).ping(
+            READINESS_PING_TIMEOUT_MS,
+          );
           return { database: { status: 'up' } };
         },
       ]);
