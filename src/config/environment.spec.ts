@@ -484,6 +484,16 @@ describe('.env', () => {
     expect(loadEnvironment({}, join(folder, '.env')).PORT).toBe(3000);
   });
 
+  it('names the setting a short misspelt variable of the file was meant for, where one of the environment is left alone', () => {
+    const file = join(folder, '.env');
+    writeFileSync(file, 'PROT=3312\n');
+    const env: NodeJS.ProcessEnv = { HOME: '/root' };
+    loadEnvironment(env, file);
+    expect(unknownSettingWarnings(env)).toEqual([
+      `PROT (set in ${file}) is not a setting of the plant store and is ignored; the closest one is PORT`,
+    ]);
+  });
+
   it("names the file in a bad value's error", () => {
     const file = join(folder, '.env');
     writeFileSync(file, 'PORT=eighty\n');

@@ -686,11 +686,14 @@ export function unknownSettingWarnings(env: RawEnvironment): string[] {
     for (const known of KNOWN_VARIABLES) {
       if (leven(name, known) < leven(name, closest)) closest = known;
     }
+    const source = SOURCES.get(env)?.get(name);
+    // a short name in the process environment is more likely the machine's own (HOME is as
+    // near HOST as PROT is to PORT); one written in .env is meant for the service, whatever
+    // its length
     const near =
-      name.length >= 5 &&
+      (name.length >= 5 || source !== undefined) &&
       leven(name, closest) <= Math.max(2, Math.floor(closest.length / 6));
     if (near || FAMILY_PREFIXES.some((prefix) => name.startsWith(prefix))) {
-      const source = SOURCES.get(env)?.get(name);
       warnings.push(
         `${name}${source ? ` (set in ${source})` : ''} is not a setting of the plant store and is ignored; the closest one is ${closest}`,
       );

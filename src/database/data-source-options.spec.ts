@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -9,6 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { StartupError } from '../common/errors/startup-error';
 import { readDatabaseConfig } from '../config/database.config';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- prepareDatabase is handed the driver's own connection
 import Database from 'better-sqlite3';
@@ -181,6 +184,43 @@ describe('ensureDatabaseFolder', () => {
       [],
     );
     expect(statSync(fresh).mode & 0o777).toBe(0o700);
+  });
+
+  it('refuses a named pipe before opening it, which would wait for a reader forever', () => {
+    const pipe = join(root, 'store.sqlite');
+    execFileSync('mkfifo', [pipe]);
+    expect(() => ensureDatabaseFolder(sqlite(pipe))).toThrow(
+      new StartupError(
+        `the SQLite database ${pipe} cannot be ${pipe}, which is a named pipe, not a file: set DATABASE_URL=sqlite:<path> to a file of its own`,
+      ),
+    );
+  });
+
+  it('refuses a device, a folder, and its -wal or -shm when they are one, changing no mode', () => {
+    const file = join(root, 'store.sqlite');
+    mkdirSync(`${file}-wal`);
+    expect(() => ensureDatabaseFolder(sqlite(file))).toThrow(
+      `the SQLite database ${file} cannot be ${file}-wal, which is a folder, not a file`,
+    );
+    expect(existsSync(file)).toBe(false);
+    // /dev/null itself, read only: a regression here must not tighten the machine's /dev/null
+    const before = statSync('/dev/null').mode;
+    expect(() => ensureDatabaseFolder(sqlite('/dev/null'))).toThrow(
+      'the SQLite database /dev/null cannot be /dev/null, which is a device, not a file',
+    );
+    expect(statSync('/dev/null').mode).toBe(before);
+  });
+
+  it.each([
+    '/proc/plant-store.sqlite',
+    '/proc/self/plant-store.sqlite',
+    '/sys/kernel/store/plant-store.sqlite',
+  ])('refuses %s, on a filesystem of the kernel', (path) => {
+    expect(() => ensureDatabaseFolder(sqlite(path))).toThrow(
+      new RegExp(
+        `^the SQLite database ${path} would be on (/proc|/sys), the kernel's own filesystem, which stores no files`,
+      ),
+    );
   });
 
   it("tightens the database's own files when they are open to others", () => {

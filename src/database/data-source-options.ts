@@ -6,6 +6,7 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  statfsSync,
   statSync,
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -104,6 +105,7 @@ export function createDataSourceOptions(
  */
 export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
   if (config.engine !== 'sqlite' || config.sqlitePath === ':memory:') return [];
+  refuseWhatIsNoStorage(config.sqlitePath);
   try {
     return ensureWritableFile(config.sqlitePath);
   } catch (error) {
@@ -113,6 +115,55 @@ export function ensureDatabaseFolder(config: DatabaseConfig): string[] {
       { cause: error },
     );
   }
+}
+
+/** statfs's magic numbers of the kernel's own filesystems, which hold no files of anyone's. */
+const KERNEL_FILESYSTEMS = new Map([
+  [0x9fa0, '/proc'],
+  [0x62656572, '/sys'],
+  [0x64626720, 'debugfs'],
+  [0x63677270, 'the cgroup filesystem'],
+  [0x27e0eb, 'the cgroup filesystem'],
+]);
+
+/**
+ * Before anything is opened or its mode changed: the database must be a regular file (or not
+ * exist yet) on a filesystem that stores files. A device (`/dev/null`), a named pipe (whose
+ * open would wait for a reader forever) or a file of /proc or /sys is refused in one line: as
+ * root, tightening /dev/null's mode to 600 would break every other program on the machine.
+ */
+function refuseWhatIsNoStorage(given: string): void {
+  const path = resolve(given);
+  const fix = 'set DATABASE_URL=sqlite:<path> to a file of its own';
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (!existsSync(file)) continue;
+    const stat = statSync(file);
+    if (stat.isFile()) continue;
+    const kind = stat.isDirectory()
+      ? 'a folder'
+      : stat.isCharacterDevice() || stat.isBlockDevice()
+        ? 'a device'
+        : stat.isFIFO()
+          ? 'a named pipe'
+          : 'a socket';
+    throw new StartupError(
+      `the SQLite database ${path} cannot be ${file}, which is ${kind}, not a file: ${fix}`,
+    );
+  }
+  const folder = nearestExisting(dirname(path));
+  const kernel = KERNEL_FILESYSTEMS.get(statfsSync(folder).type);
+  if (kernel !== undefined) {
+    throw new StartupError(
+      `the SQLite database ${path} would be on ${kernel}, the kernel's own filesystem, which stores no files: ${fix}`,
+    );
+  }
+}
+
+/** `folder`, or the nearest of its parents that exists. */
+function nearestExisting(folder: string): string {
+  return existsSync(folder) || dirname(folder) === folder
+    ? folder
+    : nearestExisting(dirname(folder));
 }
 
 function ensureWritableFile(path: string): string[] {
