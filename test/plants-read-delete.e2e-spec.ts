@@ -199,6 +199,75 @@ describe('listing, reading and deleting plants', () => {
     });
   });
 
+  describe('a tag of 256 characters or more, which plants with other tags may share the indexed start of', () => {
+    const prefix = 'p'.repeat(256);
+    const FIRST_ID = 700_001;
+    // 2,100 plants share the first 256 characters; every 700th has the tag asked for
+    const SHARING = 2100;
+    const ids = Array.from({ length: SHARING }, (_, i) => FIRST_ID + i);
+    const wanted = `${prefix}wanted`;
+
+    beforeAll(async () => {
+      for (let start = 0; start < SHARING; start += 50) {
+        await Promise.all(
+          ids.slice(start, start + 50).map((id) =>
+            create(
+              JSON.stringify({
+                id,
+                name: 'sharing',
+                tag:
+                  (id - FIRST_ID + 1) % 700 === 0 ? wanted : `${prefix}${id}`,
+              }),
+            ),
+          ),
+        );
+      }
+    });
+
+    afterAll(async () => {
+      for (let start = 0; start < SHARING; start += 50) {
+        await Promise.all(
+          ids
+            .slice(start, start + 50)
+            .map((id) => remove(`/plants/${id}`).expect(204)),
+        );
+      }
+    });
+
+    /** Every page from the first, following Link: each page's ids, and where it linked on. */
+    async function pagesOf(tag: string) {
+      const pages: { ids: number[]; after?: string }[] = [];
+      let path: string | undefined =
+        `/plants?limit=100&tag=${encodeURIComponent(tag)}`;
+      while (path !== undefined) {
+        const page = await get(path).expect(200);
+        const next = nextLink(page.headers.link as string | undefined);
+        pages.push({
+          ids: (page.body as { id: number }[]).map(({ id }) => id),
+          after: next && new URL(next).searchParams.get('after')!,
+        });
+        path = next?.slice(baseUrl.length);
+      }
+      return pages;
+    }
+
+    it('looks at 1,000 plants at most a page, and links on from the last it looked at', async () => {
+      expect(await pagesOf(wanted)).toEqual([
+        { ids: [FIRST_ID + 699], after: String(FIRST_ID + 999) },
+        { ids: [FIRST_ID + 1399], after: String(FIRST_ID + 1999) },
+        { ids: [FIRST_ID + 2099], after: undefined },
+      ]);
+    });
+
+    it('answers a tag none of them has with pages that may be empty, never a scan of them all', async () => {
+      expect(await pagesOf(`${prefix}nomatch`)).toEqual([
+        { ids: [], after: String(FIRST_ID + 999) },
+        { ids: [], after: String(FIRST_ID + 1999) },
+        { ids: [], after: undefined },
+      ]);
+    });
+  });
+
   describe('GET /plants', () => {
     const PAGED = 2500;
     const FIRST = 10_000;

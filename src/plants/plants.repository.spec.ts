@@ -7,7 +7,11 @@ import {
 import { PortableDataSource } from '../database/portable-data-source';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import { Plant } from './plant.entity';
-import { pageStatements, PlantsRepository } from './plants.repository';
+import {
+  isLongTag,
+  pageStatements,
+  PlantsRepository,
+} from './plants.repository';
 
 const INT64_MAX = 9_223_372_036_854_775_807n;
 
@@ -99,6 +103,21 @@ describe('pageStatements', () => {
         'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 ORDER BY id LIMIT $3',
       taggedAfter:
         'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4',
+      sharingPrefix:
+        'SELECT id, CASE WHEN tag = $2 THEN name END AS name, CASE WHEN tag = $2 THEN tag END AS tag FROM plants WHERE substr(tag, 1, 256) = $1 ORDER BY id LIMIT $3',
+      sharingPrefixAfter:
+        'SELECT id, CASE WHEN tag = $2 THEN name END AS name, CASE WHEN tag = $2 THEN tag END AS tag FROM plants WHERE substr(tag, 1, 256) = $1 AND id > $3 ORDER BY id LIMIT $4',
     });
+  });
+
+  it.each([
+    ['', false],
+    ['a'.repeat(255), false],
+    ['a'.repeat(256), true],
+    // 255 characters of two UTF-16 units each: 510 units, but short of the prefix
+    ['🌿'.repeat(255), false],
+    ['🌿'.repeat(256), true],
+  ])('tells a tag as long as the indexed prefix (%#)', (tag, long) => {
+    expect(isLongTag(tag)).toBe(long);
   });
 });

@@ -31,12 +31,34 @@ export function pageStatements(parameter: (position: number) => string) {
     );
   };
   const tagged = [`substr(tag, 1, ${TAG_PREFIX_LENGTH}) =`, 'tag ='];
+  // the rows that share a long tag's indexed prefix, each with its name and tag only where
+  // its whole tag is the one asked for ($1 the prefix, $2 the tag)
+  const sharing = (conditions: string[]) =>
+    `SELECT id, CASE WHEN tag = ${parameter(2)} THEN name END AS name, ` +
+    `CASE WHEN tag = ${parameter(2)} THEN tag END AS tag FROM plants ` +
+    `WHERE substr(tag, 1, ${TAG_PREFIX_LENGTH}) = ${parameter(1)} ` +
+    conditions.map((condition) => `AND ${condition} `).join('') +
+    `ORDER BY id LIMIT ${parameter(conditions.length + 3)}`;
   return {
     all: statement([]),
     after: statement(['id >']),
     tagged: statement(tagged),
     taggedAfter: statement([...tagged, 'id >']),
+    sharingPrefix: sharing([]),
+    sharingPrefixAfter: sharing([`id > ${parameter(3)}`]),
   };
+}
+
+/**
+ * Whether a tag is as long as the index's prefix or longer: then plants with other tags may
+ * share that prefix, and a page must look at them to find its own (`sharingPrefix`).
+ */
+export function isLongTag(tag: string): boolean {
+  // UTF-16 units are never fewer than characters: most tags are told without counting
+  return (
+    tag.length >= TAG_PREFIX_LENGTH &&
+    Array.from(tag).length >= TAG_PREFIX_LENGTH
+  );
 }
 
 /** The first TAG_PREFIX_LENGTH characters, counted as both engines' substr() counts them. */
@@ -84,6 +106,27 @@ export class PlantsRepository {
     return after === undefined
       ? this.sql.select(this.pages.tagged, [prefix, tag, limit])
       : this.sql.select(this.pages.taggedAfter, [prefix, tag, after, limit]);
+  }
+
+  /**
+   * Up to `limit` plants after `after` in id order whose tags share `tag`'s indexed prefix, for
+   * a tag as long as the prefix or longer (isLongTag): those whose whole tag is `tag` as they
+   * are, the others with a null name, only their ids told.
+   */
+  sharingPrefix({
+    limit,
+    tag,
+    after,
+  }: PlantPageQuery & { tag: string }): Promise<Plant[]> {
+    const prefix = prefixOf(tag);
+    return after === undefined
+      ? this.sql.select(this.pages.sharingPrefix, [prefix, tag, limit])
+      : this.sql.select(this.pages.sharingPrefixAfter, [
+          prefix,
+          tag,
+          after,
+          limit,
+        ]);
   }
 
   /** @returns whether a plant was deleted */
