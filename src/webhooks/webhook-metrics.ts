@@ -21,6 +21,13 @@ interface OutboxSnapshot {
 /** A scrape within this long of the last read shares it: scrapers cost one read a while. */
 export const SNAPSHOT_TTL_MS = 5000;
 
+/**
+ * How long a scrape waits for a new read: then it answers with the last values and
+ * `plant_store_database_up` 0, well within the metrics port's own cut (METRICS_TIMEOUT_MS),
+ * so that a database that hangs shows as down rather than as a target that never answers.
+ */
+export const SNAPSHOT_WAIT_MS = 1000;
+
 /** Pending deliveries counted at most: more than the design lets the subscriptions hold. */
 const PENDING_COUNTED = 100_000;
 
@@ -104,19 +111,19 @@ export class WebhookMetrics {
     );
     metrics.gauge(
       'plant_store_webhook_snapshot_age_seconds',
-      'How old the outbox values above are: a few seconds at most while the database answers, growing while it does not',
+      'How old the outbox values above are: a few seconds at most while the database answers, growing while it does not; +Inf before the first read',
       [],
       async function () {
         const snapshot = await read();
-        if (snapshot) this.set((Date.now() - snapshot.at) / 1000);
-        else this.reset();
+        // never read: as old as can be, so that an alert on the age fires
+        this.set(snapshot ? (Date.now() - snapshot.at) / 1000 : Infinity);
       },
     );
     const availability = this.database;
     const failing = () => this.failed;
     metrics.gauge(
       'plant_store_database_up',
-      '1 while the database answers, 0 while it does not: then the outbox values are the last ones read, as old as plant_store_webhook_snapshot_age_seconds says',
+      '1 while the database answers, 0 while it does not (within 1 s of a scrape): then the outbox values are the last ones read, as old as plant_store_webhook_snapshot_age_seconds says',
       [],
       async function () {
         await read();
@@ -125,12 +132,28 @@ export class WebhookMetrics {
     );
   }
 
-  /** The snapshot of this while, or a new one; the last good one when the database fails. */
+  /**
+   * The snapshot of this while, or a new one; the last good one when the database fails or
+   * does not answer within SNAPSHOT_WAIT_MS (the read goes on, for the scrapes after).
+   */
   private read(): Promise<OutboxSnapshot | undefined> {
     if (this.snapshot && Date.now() - this.snapshot.at < SNAPSHOT_TTL_MS) {
       return Promise.resolve(this.snapshot);
     }
-    this.reading ??= this.take()
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<OutboxSnapshot | undefined>((resolve) => {
+      timer = setTimeout(() => {
+        this.failed = true;
+        resolve(this.snapshot);
+      }, SNAPSHOT_WAIT_MS);
+    });
+    return Promise.race([this.reading ?? this.startReading(), waited]).finally(
+      () => clearTimeout(timer),
+    );
+  }
+
+  private startReading(): Promise<OutboxSnapshot | undefined> {
+    return (this.reading = this.take()
       .then(
         (snapshot) => {
           this.failed = false;
@@ -141,8 +164,7 @@ export class WebhookMetrics {
           return this.snapshot;
         },
       )
-      .finally(() => (this.reading = undefined));
-    return this.reading;
+      .finally(() => (this.reading = undefined)));
   }
 
   private async take(): Promise<OutboxSnapshot> {
