@@ -18,8 +18,10 @@ export const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * Deletes expired Idempotency-Keys in the background, on every instance: at most
- * SWEEP_BATCHES_PER_RUN × SWEEP_BATCH per run, so a run never holds the database for long.
- * Requests never wait for it: an expired key that is still stored counts as free.
+ * SWEEP_BATCHES_PER_RUN × SWEEP_BATCH per run, so a run never holds the database for long,
+ * and runs back to back (BACKLOG_PAUSE_MS apart) while a backlog lasts, so that keys are
+ * swept faster than any load creates them. Requests never wait for it: an expired key that is
+ * still stored counts as free.
  */
 @Injectable()
 export class IdempotencySweeper
@@ -36,10 +38,11 @@ export class IdempotencySweeper
     this.upkeep = new PeriodicUpkeep({
       intervalMs: Math.min(SWEEP_INTERVAL_MS, config.idempotency.ttlMs),
       run: async () => {
-        const deleted = await this.sweep(new Date());
+        const { deleted, more } = await this.sweep(new Date());
         if (deleted > 0) {
           this.logger.log(`deleted ${deleted} expired idempotency keys`);
         }
+        return more;
       },
       logger: this.logger,
       failure: 'expired idempotency keys could not be deleted',
@@ -54,18 +57,19 @@ export class IdempotencySweeper
     this.upkeep.stop();
   }
 
-  /** One run: the keys expired at `now`, a batch at a time; says how many went. */
-  async sweep(now: Date): Promise<number> {
+  /**
+   * One run: the keys expired at `now`, a batch at a time; says how many went, and whether more
+   * may be left (the run stopped at its bound with a full batch): the next run then comes
+   * after BACKLOG_PAUSE_MS rather than an interval.
+   */
+  async sweep(now: Date): Promise<{ deleted: number; more: boolean }> {
     let deleted = 0;
     for (let batch = 1; ; batch += 1) {
       const count = await this.store.sweep(now, SWEEP_BATCH);
       deleted += count;
-      if (
-        count < SWEEP_BATCH ||
-        batch === SWEEP_BATCHES_PER_RUN ||
-        !(await this.upkeep.nextBatch())
-      ) {
-        return deleted;
+      if (count < SWEEP_BATCH) return { deleted, more: false };
+      if (batch === SWEEP_BATCHES_PER_RUN || !(await this.upkeep.nextBatch())) {
+        return { deleted, more: true };
       }
     }
   }
