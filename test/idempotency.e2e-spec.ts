@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { TokensService } from '../src/auth/tokens.service';
+import { removedSubscriptionKeyMessage } from '../src/webhooks/webhook-subscriptions.service';
 import { IdentityProvider } from './helpers/identity-provider';
 import { portOf, sendRaw } from './helpers/raw-http';
 import { startTestApp, type TestApp } from './helpers/test-app';
@@ -201,6 +202,37 @@ describe('Idempotency-Key on creates', () => {
         subscription.url,
       );
       expect(rows).toHaveLength(1);
+    });
+
+    it('answers a repeat after the subscription was removed with 400, never its erased secret, which leaves the stored answer too', async () => {
+      const subscription = {
+        url: `${NOWHERE}/removed`,
+        events: ['plant.added'],
+      };
+      const path = '/webhooks/subscriptions';
+      const first = await post(subscription, 'subscription-removed', { path });
+      expect(first.status).toBe(201);
+      const { id, secret } = first.body as { id: string; secret: string };
+      expect(secret).toMatch(/^whsec_/);
+      await testApp
+        .http()
+        .delete(`${path}/${id}`)
+        .set('Authorization', `Bearer ${token}`)
+        .expect(204);
+      const again = await post(subscription, 'subscription-removed', { path });
+      expect(again.status).toBe(400);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body).toEqual({
+        error: 400,
+        message: removedSubscriptionKeyMessage(id),
+      });
+      expect(again.text).not.toContain(secret);
+      const stored = await testApp.query<{ body: string }>(
+        'SELECT body FROM idempotency_keys WHERE idempotency_key = ?',
+        'subscription-removed',
+      );
+      expect(stored).toHaveLength(1);
+      expect(stored[0].body).not.toContain(secret);
     });
   });
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import {
   BadRequestException,
@@ -109,7 +110,7 @@ export class IdempotencyRunner {
     const { leaseId } = claim;
     try {
       return await this.dataSource.transaction(isolation, async () => {
-        const result: unknown = await handle();
+        const result: unknown = await keyedRequests.run(keyed, handle);
         const answer = new RecordedAnswer(
           // Nest sets the route's status (201, or its @HttpCode) before calling the handler
           (request.res as Response).statusCode,
@@ -160,6 +161,21 @@ export class IdempotencyRunner {
       // the lease runs out on its own (IDEMPOTENCY_LEASE)
     }
   }
+}
+
+/** The keyed request a handler runs for, while it runs. */
+const keyedRequests = new AsyncLocalStorage<KeyedRequest>();
+
+/**
+ * The caller and key of the request the calling handler runs for, when it was sent with an
+ * Idempotency-Key: its stored answer can then be found again, to erase a secret it holds
+ * (IdempotencyStore.erase).
+ */
+export function currentIdempotencyKey():
+  | { caller: string; key: string }
+  | undefined {
+  const keyed = keyedRequests.getStore();
+  return keyed && { caller: keyed.caller, key: keyed.key };
 }
 
 /** How long a caller the `caller` column holds may be (idempotent-request.entity.ts). */

@@ -39,6 +39,7 @@ export class IdempotencyStore {
   private readonly claimStatement: string;
   private readonly recordStatement: string;
   private readonly releaseStatement: string;
+  private readonly replaceStatement: string;
   private readonly findStatement: string;
   private readonly sweepStatement: string;
 
@@ -67,6 +68,9 @@ export class IdempotencyStore {
       `UPDATE "idempotency_keys" SET "status" = ${$(4)}, "headers" = ${$(5)}, "body" = ${$(6)}, ` +
       `"lease_id" = NULL, "lease_expires_at" = NULL WHERE ${row} AND "lease_id" = ${$(3)}`;
     this.releaseStatement = `DELETE FROM "idempotency_keys" WHERE ${row} AND "lease_id" = ${$(3)}`;
+    this.replaceStatement =
+      `UPDATE "idempotency_keys" SET "status" = ${$(3)}, "headers" = '{}', "body" = ${$(4)} ` +
+      `WHERE ${row} AND "status" IS NOT NULL`;
     this.sweepStatement =
       `DELETE FROM "idempotency_keys" WHERE ("caller", "idempotency_key") IN ` +
       `(SELECT "caller", "idempotency_key" FROM "idempotency_keys" WHERE "expires_at" <= ${$(1)} ` +
@@ -131,6 +135,24 @@ export class IdempotencyStore {
       answer.body,
     ]);
     return changed === 1;
+  }
+
+  /**
+   * Replaces the answer stored under a key (currentIdempotencyKey) with a refusal that repeats
+   * get from then on: for an answer that must not be shown again, such as a secret that was
+   * erased since. Nothing changes for a key whose request has not been answered yet.
+   */
+  async replaceAnswer(
+    { caller, key }: { caller: string; key: string },
+    status: number,
+    message: string,
+  ): Promise<void> {
+    await this.keys.execute(this.replaceStatement, [
+      caller,
+      key,
+      status,
+      JSON.stringify({ error: status, message }),
+    ]);
   }
 
   /** Frees the key of an attempt whose answer is not kept (5xx, 429): a repeat runs anew. */

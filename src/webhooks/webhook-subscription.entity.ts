@@ -63,6 +63,13 @@ export class WebhookSubscription {
   @Column({ type: 'text' })
   secret!: string;
 
+  /**
+   * The caller and Idempotency-Key it was created with, as JSON, when it was: its stored answer
+   * holds the secret, which removing the subscription erases there too.
+   */
+  @Column({ name: 'created_with_key', type: 'text', nullable: true })
+  createdWithKey!: string | null;
+
   @CreateDateColumn({ name: 'created_at' })
   createdAt!: Date;
 

@@ -1,6 +1,9 @@
+import { IdempotencyStore } from '../idempotency/idempotency.store';
+import { currentIdempotencyKey } from '../idempotency/idempotency.runner';
 import { EMPTY_EVENTS_MESSAGE } from './dto/create-webhook-subscription.dto';
 import {
   BadRequestException,
+  HttpStatus,
   Inject,
   Injectable,
   NotFoundException,
@@ -66,6 +69,7 @@ export class WebhookSubscriptionsService {
     private readonly log: Repository<EventLog>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly catalogue: EventCatalogue,
+    private readonly idempotency: IdempotencyStore,
   ) {}
 
   /**
@@ -100,6 +104,8 @@ export class WebhookSubscriptionsService {
       secret: createSigningSecret(),
       removedAt: null,
     });
+    const keyed = currentIdempotencyKey();
+    subscription.createdWithKey = keyed ? JSON.stringify(keyed) : null;
     // READ COMMITTED: each slot's unique index decides between concurrent creates, and each
     // look at the free slots sees those taken meanwhile
     return this.dataSource.transaction('READ COMMITTED', async () => {
@@ -174,11 +180,23 @@ export class WebhookSubscriptionsService {
    */
   async remove(id: string): Promise<void> {
     await this.dataSource.transaction('READ COMMITTED', async () => {
+      const removed = await this.subscriptions.findOne({
+        select: { id: true, createdWithKey: true },
+        where: { id, removedAt: IsNull() },
+      });
       const { affected } = await this.subscriptions.update(
         { id, removedAt: IsNull() },
         { removedAt: new Date(), secret: '' },
       );
-      if (!affected) throw subscriptionNotFound(id);
+      if (!affected || !removed) throw subscriptionNotFound(id);
+      // the keyed create's stored answer would show the erased secret to a repeat
+      if (removed.createdWithKey !== null) {
+        await this.idempotency.replaceAnswer(
+          JSON.parse(removed.createdWithKey) as { caller: string; key: string },
+          HttpStatus.BAD_REQUEST,
+          removedSubscriptionKeyMessage(id),
+        );
+      }
       await this.deliveries.update(
         { subscriptionId: id, status: 'pending' },
         { status: 'cancelled' },
@@ -225,4 +243,9 @@ export class WebhookSubscriptionsService {
 
 function subscriptionNotFound(id: string) {
   return new NotFoundException(`no webhook subscription with id ${id} exists`);
+}
+
+/** What a repeat of a removed subscription's keyed create is told, instead of its secret. */
+export function removedSubscriptionKeyMessage(id: string): string {
+  return `this Idempotency-Key created the webhook subscription ${id}, which was removed since, its secret erased: create another with a new key`;
 }
