@@ -164,10 +164,7 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
   });
 
   it('shows the outbox: attempts by result, the backlog and its age, receivers, rows kept', async () => {
-    // PostgreSQL's estimate of the rows comes from its statistics
-    if (testApp.engine === 'postgres') {
-      await testApp.query('ANALYZE events, webhook_deliveries');
-    }
+    // no ANALYZE: the rows of a table PostgreSQL never analysed are counted too
     // the outbox's values are read once a while (SNAPSHOT_TTL_MS): the next read has them all
     await eventually(
       scrape,

@@ -373,8 +373,11 @@ describe('an identity provider that fails', () => {
     try {
       const message = `the identity provider's keys are out of reach (its discovery document's jwks_uri http://keys.plant-store.invalid/jwks is not https (http is taken on loopback only))`;
       const ready = await eventually(
-        async () => (await testApp.http().get('/health/ready')).body,
-        (body: { message?: string }) => body.message === message,
+        async () =>
+          (await testApp.http().get('/health/ready')).body as {
+            message?: string;
+          },
+        (body) => body.message === message,
         5000,
       );
       expect(ready).toEqual({ error: 503, message });

@@ -12,9 +12,13 @@ import {
   describeWithPostgres,
   testDatabaseName,
 } from './helpers/postgres';
-import { runCliProcess, runServiceToExit } from './helpers/service-process';
+import {
+  runCliProcess,
+  runServiceToExit,
+  startServiceProcess,
+} from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
-import { WebhookReceiver } from './helpers/webhook-receiver';
+import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
 
 // the generator's own module (schematics/resource), plain JavaScript
 const { generatorDatabaseName } =
@@ -471,3 +475,59 @@ describeWithPostgres('the databases the tests and the generator create', () => {
     },
   );
 });
+
+describeWithPostgres(
+  'the service on a PostgreSQL database whose autovacuum is off',
+  () => {
+    it('says so at boot, naming the tables, and serves', async () => {
+      const database = await createTestDatabase();
+      const env = { DATABASE_URL: database.url, LOG_LEVEL: 'warn' };
+      try {
+        // the schema, then a table of it without autovacuum
+        const first = await startServiceProcess(env);
+        first.child.kill('SIGTERM');
+        await first.exited;
+        const client = new Client({ connectionString: database.url });
+        await client.connect();
+        await client.query(
+          'ALTER TABLE webhook_deliveries SET (autovacuum_enabled = false)',
+        );
+        // a CI server may run without it altogether (this machine's does): said first
+        const server = (
+          await client.query<{ autovacuum: string }>('SHOW autovacuum')
+        ).rows[0].autovacuum;
+        await client.end();
+        const service = await startServiceProcess(env);
+        try {
+          const warned = await eventually(
+            () => service.lines().filter((line) => line.context === 'Database'),
+            (lines) => lines.length >= (server === 'on' ? 1 : 2),
+            5000,
+          );
+          expect(warned).toEqual([
+            ...(server === 'on'
+              ? []
+              : [
+                  expect.objectContaining({
+                    level: 40,
+                    msg: "PostgreSQL's autovacuum is off: the rows that retention and the idempotency sweep delete are never reclaimed, the tables and their indexes only grow, and the planner works from stale statistics; turn it on (autovacuum = on in postgresql.conf)",
+                  }),
+                ]),
+            expect.objectContaining({
+              level: 40,
+              msg: "PostgreSQL's autovacuum is off for webhook_deliveries (autovacuum_enabled = false): the rows that retention and the idempotency sweep delete are never reclaimed, the tables and their indexes only grow, and the planner works from stale statistics; turn it on (ALTER TABLE webhook_deliveries RESET (autovacuum_enabled))",
+            }),
+          ]);
+          expect((await fetch(`${service.baseUrl}/health/ready`)).status).toBe(
+            200,
+          );
+        } finally {
+          service.child.kill('SIGTERM');
+          await service.exited;
+        }
+      } finally {
+        await database.drop();
+      }
+    });
+  },
+);

@@ -3,9 +3,13 @@ import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { DataSource } from 'typeorm';
 import { isPublicAddress } from '../src/webhooks/outbound-target';
+import { transactionRunnerOf } from '../src/database/portable-data-source';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
-import { MAX_ACTIVE_SUBSCRIPTIONS } from '../src/webhooks/webhook-subscriptions.service';
+import {
+  MAX_ACTIVE_SUBSCRIPTIONS,
+  WebhookSubscriptionsService,
+} from '../src/webhooks/webhook-subscriptions.service';
 
 interface Subscription {
   id: string;
@@ -330,5 +334,33 @@ describe('webhook subscriptions over HTTP, to private networks', () => {
     expect(refused.body.message).toBe(
       'url must not contain control or invisible characters (a line break, an escape, a bidirectional override), got U+001B at character 27',
     );
+  });
+});
+
+describe('a subscription create sent with an Idempotency-Key', () => {
+  it("resolves the URL's name once, before its transaction opens, holding no connection meanwhile", async () => {
+    const testApp = await startTestApp();
+    try {
+      const dataSource = testApp.app.get(DataSource);
+      const service = testApp.app.get(WebhookSubscriptionsService);
+      const inTransaction: boolean[] = [];
+      // the name resolves to a public address, wherever the test runs
+      jest.spyOn(service, 'urlProblem').mockImplementation(() => {
+        inTransaction.push(transactionRunnerOf(dataSource) !== undefined);
+        return Promise.resolve(undefined);
+      });
+      const token = await testApp.issueToken({ scopes: ['webhooks:manage'] });
+      await testApp
+        .http()
+        .post('/webhooks/subscriptions')
+        .set('Authorization', `Bearer ${token}`)
+        .set('Idempotency-Key', 'resolved-first')
+        .send({ url: 'https://hooks.example.com/plants' })
+        .expect(201);
+      expect(inTransaction).toEqual([false]);
+    } finally {
+      jest.restoreAllMocks();
+      await testApp.close();
+    }
   });
 });

@@ -17,6 +17,7 @@ import {
   ensureDatabaseFolder,
 } from './data-source-options';
 import { DatabaseAvailability } from './database-availability';
+import { AutovacuumCheck } from './autovacuum-check';
 import { DatabaseMetrics } from './database-metrics';
 import { SchemaCompatibility } from './schema-compatibility';
 import {
@@ -77,7 +78,12 @@ function migrationLog(logger: Logger): MigrationReporter {
  */
 @Global()
 @Module({
-  providers: [DatabaseAvailability, DatabaseMetrics, SchemaCompatibility],
+  providers: [
+    DatabaseAvailability,
+    DatabaseMetrics,
+    SchemaCompatibility,
+    AutovacuumCheck,
+  ],
   exports: [DatabaseAvailability, SchemaCompatibility],
   imports: [
     TypeOrmModule.forRootAsync({

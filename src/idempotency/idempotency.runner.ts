@@ -111,10 +111,11 @@ export class IdempotencyRunner {
     try {
       return await this.dataSource.transaction(isolation, async () => {
         const result: unknown = await keyedRequests.run(keyed, handle);
+        const response = request.res as Response;
         const answer = new RecordedAnswer(
           // Nest sets the route's status (201, or its @HttpCode) before calling the handler
-          (request.res as Response).statusCode,
-          {},
+          response.statusCode,
+          answerHeadersOf(response),
           stringifyLosslessJson(result),
         );
         if (!(await this.store.record(keyed, leaseId, answer))) {
@@ -161,6 +162,22 @@ export class IdempotencyRunner {
       // the lease runs out on its own (IDEMPOTENCY_LEASE)
     }
   }
+}
+
+/**
+ * The headers a handler sets that belong to its answer, and come again with a repeat: where
+ * the created resource is. The service's own (request id, rate limits, security headers) are
+ * the repeat's own.
+ */
+const ANSWER_HEADERS = ['Location', 'Content-Location'];
+
+function answerHeadersOf(response: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ANSWER_HEADERS) {
+    const value = response.getHeader(name);
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
 }
 
 /** The keyed request a handler runs for, while it runs. */

@@ -222,15 +222,19 @@ export class WebhookMetrics {
 
   /**
    * The rows of the two tables as the engine estimates them, at no cost that grows with them:
-   * PostgreSQL's planner statistics (kept by autovacuum's analyze), SQLite's span of row ids
-   * (the ends of its b-tree; rows deleted in between count until their neighbours go).
+   * PostgreSQL's count of live rows, which its statistics keep at every insert and delete (the
+   * planner's `reltuples` is -1 until a table is first analysed, and only as fresh as the last
+   * analyse), SQLite's span of row ids (the ends of its b-tree; rows deleted in between count
+   * until their neighbours go).
    */
   private async estimatedRows(): Promise<OutboxSnapshot['rows']> {
     if (this.dataSource.options.type === 'postgres') {
       const rows = await this.dataSource.query<
         { relname: string; estimate: string }[]
       >(
-        `SELECT relname, GREATEST(reltuples, 0)::bigint AS estimate FROM pg_class WHERE oid IN (to_regclass('events'), to_regclass('webhook_deliveries'))`,
+        `SELECT c.relname, COALESCE(s.n_live_tup, GREATEST(c.reltuples, 0))::bigint AS estimate ` +
+          `FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid ` +
+          `WHERE c.oid IN (to_regclass('events'), to_regclass('webhook_deliveries'))`,
       );
       const of = (table: string) =>
         Number(rows.find(({ relname }) => relname === table)?.estimate ?? 0);

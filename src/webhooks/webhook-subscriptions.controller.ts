@@ -24,6 +24,7 @@ import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { UuidParam } from '../common/validation/uuid-param.decorator';
 import { Idempotent } from '../idempotency/idempotent.decorator';
+import { CallableUrlPipe } from './callable-url.pipe';
 import {
   CreateWebhookSubscriptionDto,
   EMPTY_EVENTS_MESSAGE,
@@ -97,13 +98,13 @@ export class WebhookSubscriptionsController {
     }),
   })
   async create(
-    @Body() subscription: CreateWebhookSubscriptionDto,
+    @Body(CallableUrlPipe) subscription: CreateWebhookSubscriptionDto,
   ): Promise<CreatedWebhookSubscriptionDto> {
     return CreatedWebhookSubscriptionDto.from(
-      await this.subscriptions.add({
-        url: subscription.url,
-        eventTypes: subscription.events,
-      }),
+      await this.subscriptions.add(
+        { url: subscription.url, eventTypes: subscription.events },
+        { resolved: true },
+      ),
     );
   }
 

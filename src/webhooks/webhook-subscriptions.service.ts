@@ -75,16 +75,15 @@ export class WebhookSubscriptionsService {
   /**
    * Subscribes a URL; the returned secret is shown this once. A URL the dispatcher would
    * refuse to call (a private address or a name that resolves to one, unless allowed) is
-   * refused here, with 400.
+   * refused here, with 400; `resolved` when urlProblem has looked at it already.
    */
-  async add({
-    url,
-    eventTypes,
-  }: NewSubscription): Promise<WebhookSubscription> {
-    const { allowPrivateNetworks } = this.config;
-    const problem =
-      describeUrlProblem(url, allowPrivateNetworks) ??
-      (allowPrivateNetworks ? undefined : await describeResolvedProblem(url));
+  async add(
+    { url, eventTypes }: NewSubscription,
+    { resolved = false }: { resolved?: boolean } = {},
+  ): Promise<WebhookSubscription> {
+    const problem = resolved
+      ? describeUrlProblem(url, this.config.allowPrivateNetworks)
+      : await this.urlProblem(url);
     if (problem) throw new BadRequestException(problem);
     if (eventTypes !== undefined) {
       if (eventTypes.length === 0) {
@@ -114,6 +113,19 @@ export class WebhookSubscriptionsService {
       await this.insertInFreeSlot(subscription);
       return this.subscriptions.findOneByOrFail({ id: subscription.id });
     });
+  }
+
+  /**
+   * Why the dispatcher would refuse to call `url`, its name resolved (up to 2 s) unless private
+   * networks are allowed; undefined when it may. Asked before any transaction opens
+   * (CallableUrlPipe), so that no connection is held while a name resolves.
+   */
+  async urlProblem(url: string): Promise<string | undefined> {
+    const { allowPrivateNetworks } = this.config;
+    return (
+      describeUrlProblem(url, allowPrivateNetworks) ??
+      (allowPrivateNetworks ? undefined : await describeResolvedProblem(url))
+    );
   }
 
   /**

@@ -172,7 +172,7 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
         : claim !== 'scope' &&
             Array.isArray(value) &&
             value.every((item) => typeof item === 'string')
-          ? (value as string[])
+          ? value
           : undefined;
     if (listed === undefined) {
       return claim === 'scope'
