@@ -332,6 +332,13 @@ export default async () => {
                 description:
                   '`whsec_<base64>`. Kept in clear, unlike API tokens: signing needs the key itself, where\nchecking a token only needs its hash.',
               },
+              createdWithKey: {
+                required: true,
+                type: () => String,
+                nullable: true,
+                description:
+                  'The caller and Idempotency-Key it was created with, as JSON, when it was: its stored answer\nholds the secret, which removing the subscription erases there too.',
+              },
               createdAt: { required: true, type: () => Date },
               removedAt: { required: true, type: () => Date, nullable: true },
               slot: {

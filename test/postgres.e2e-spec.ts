@@ -500,7 +500,8 @@ describeWithPostgres(
         const service = await startServiceProcess(env);
         try {
           const warned = await eventually(
-            () => service.lines().filter((line) => line.context === 'Database'),
+            () =>
+              service.lines().filter((line) => line.context === 'Autovacuum'),
             (lines) => lines.length >= (server === 'on' ? 1 : 2),
             5000,
           );

@@ -13,7 +13,7 @@ import { DataSource } from 'typeorm';
  */
 @Injectable()
 export class AutovacuumCheck implements OnApplicationBootstrap {
-  private readonly logger = new Logger('Database');
+  private readonly logger = new Logger('Autovacuum');
 
   constructor(private readonly dataSource: DataSource) {}
 
