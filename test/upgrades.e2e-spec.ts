@@ -108,6 +108,14 @@ describe(`upgrades: this build on a schema another release migrated (${ENGINE})`
 
   it('says each migration it applied in one line: its name, the instance and how long it took', async () => {
     const first = await start();
+    // the service's lines reach its output within LOG_FLUSH_INTERVAL_MS, not at once
+    const startLine = (service: ServiceProcess) =>
+      eventually(
+        () => service.lines(),
+        (lines) => lines.some((line) => line.msg.startsWith('plant store ')),
+        10_000,
+      );
+    await startLine(first);
     const applied = first
       .lines()
       .filter((line) => line.context === 'Migrations');
@@ -126,6 +134,7 @@ describe(`upgrades: this build on a schema another release migrated (${ENGINE})`
     await first.exited;
     // the next start finds nothing to apply, and says nothing of migrations
     const second = await start();
+    await startLine(second);
     expect(
       second.lines().filter((line) => line.context === 'Migrations'),
     ).toEqual([]);
