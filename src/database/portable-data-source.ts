@@ -637,6 +637,8 @@ export class PortableDataSource extends DataSource {
     // foreign keys are turned off outside a transaction, where the pragma takes effect
     await runner.beforeMigration();
     try {
+      // TypeORM's startTransaction says BEGIN (deferred) only: the runner is told by hand
+      // that it is in the transaction, so that the executor starts none and commit ends it
       await runner.query(BEGIN_IMMEDIATE);
       Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
       try {

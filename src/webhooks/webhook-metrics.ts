@@ -44,6 +44,8 @@ const PENDING_COUNTED = 100_000;
 export class WebhookMetrics {
   private snapshot?: OutboxSnapshot;
   private reading?: Promise<OutboxSnapshot | undefined>;
+  /** A scrape's wait for `reading`, bounded by SNAPSHOT_WAIT_MS. */
+  private waiting?: Promise<OutboxSnapshot | undefined>;
   /** The last read failed: the values are the last good ones. */
   private failed = false;
 
@@ -140,12 +142,21 @@ export class WebhookMetrics {
     if (this.snapshot && Date.now() - this.snapshot.at < SNAPSHOT_TTL_MS) {
       return Promise.resolve(this.snapshot);
     }
+    // the gauges of one scrape share the read and its wait
+    this.waiting ??= this.readWithin(SNAPSHOT_WAIT_MS).finally(
+      () => (this.waiting = undefined),
+    );
+    return this.waiting;
+  }
+
+  /** A new read, or the last good snapshot once it has taken `ms` (the read goes on). */
+  private readWithin(ms: number): Promise<OutboxSnapshot | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<OutboxSnapshot | undefined>((resolve) => {
       timer = setTimeout(() => {
         this.failed = true;
         resolve(this.snapshot);
-      }, SNAPSHOT_WAIT_MS);
+      }, ms);
     });
     return Promise.race([this.reading ?? this.startReading(), waited]).finally(
       () => clearTimeout(timer),
