@@ -103,4 +103,17 @@ function cliToken(env, { name, scopes, root = ROOT }) {
   );
 }
 
-module.exports = { ROOT, cliToken, freePort, option, startBuiltService };
+/** A fresh database named `name` beside the one `adminUrl` names, through psql. */
+function postgresDatabase(adminUrl, name) {
+  const psql = (url, sql) => execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { stdio: 'ignore' });
+  psql(adminUrl, `CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    run: (sql) => psql(url.toString(), sql),
+    drop: () => psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+  };
+}
+
+module.exports = { ROOT, cliToken, freePort, option, postgresDatabase, startBuiltService };

@@ -11,7 +11,7 @@ const { execFileSync } = require('node:child_process');
 const { createServer } = require('node:http');
 const { join } = require('node:path');
 const Database = require('better-sqlite3');
-const { ROOT, option, startBuiltService } = require('./built-service');
+const { ROOT, option, postgresDatabase, startBuiltService } = require('./built-service');
 
 /** @param {(response: import('node:http').ServerResponse) => void} answer */
 function startReceiver(answer) {
@@ -102,19 +102,6 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
   database?.drop();
   result.database = database ? 'PostgreSQL' : 'SQLite';
   return result;
-}
-
-/** A fresh database named `name` beside the one `adminUrl` names, through psql. */
-function postgresDatabase(adminUrl, name) {
-  const psql = (url, sql) => execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { stdio: 'ignore' });
-  psql(adminUrl, `CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    run: (sql) => psql(url.toString(), sql),
-    drop: () => psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
-  };
 }
 
 function printWebhookThroughput(results) {

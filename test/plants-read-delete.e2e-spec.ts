@@ -1,3 +1,7 @@
+import {
+  pageStatements,
+  POSTGRES_LONG_TAG_KEY,
+} from '../src/plants/plants.repository';
 import { freePort } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -199,7 +203,7 @@ describe('listing, reading and deleting plants', () => {
     });
   });
 
-  describe('a tag of 256 characters or more, which plants with other tags may share the indexed start of', () => {
+  describe('a tag of 256 characters or more, whose first 256 characters other plants share', () => {
     const prefix = 'p'.repeat(256);
     const FIRST_ID = 700_001;
     // 2,100 plants share the first 256 characters; every 700th has the tag asked for
@@ -251,20 +255,42 @@ describe('listing, reading and deleting plants', () => {
       return pages;
     }
 
-    it('looks at 1,000 plants at most a page, and links on from the last it looked at', async () => {
+    it('finds the plants with the whole tag in one page, whatever shares its start', async () => {
       expect(await pagesOf(wanted)).toEqual([
-        { ids: [FIRST_ID + 699], after: String(FIRST_ID + 999) },
-        { ids: [FIRST_ID + 1399], after: String(FIRST_ID + 1999) },
-        { ids: [FIRST_ID + 2099], after: undefined },
+        {
+          ids: [FIRST_ID + 699, FIRST_ID + 1399, FIRST_ID + 2099],
+          after: undefined,
+        },
+      ]);
+      expect(await pagesOf(`${prefix}${FIRST_ID + 5}`)).toEqual([
+        { ids: [FIRST_ID + 5], after: undefined },
       ]);
     });
 
-    it('answers a tag none of them has with pages that may be empty, never a scan of them all', async () => {
+    it('answers a tag none of them has with one empty page, never a scan of them all', async () => {
       expect(await pagesOf(`${prefix}nomatch`)).toEqual([
-        { ids: [], after: String(FIRST_ID + 999) },
-        { ids: [], after: String(FIRST_ID + 1999) },
         { ids: [], after: undefined },
       ]);
+    });
+
+    it('reads a long tag through the index of whole long tags, not the shared prefix', async () => {
+      const postgres = testApp.engine === 'postgres';
+      if (postgres) await testApp.query('ANALYZE plants');
+      // the service's own statement, with `?` for each of its placeholders
+      const sql = pageStatements(
+        () => '?',
+        postgres ? POSTGRES_LONG_TAG_KEY : undefined,
+      ).longTaggedAfter;
+      const parameters = postgres
+        ? [wanted, wanted, FIRST_ID, 101]
+        : [wanted, FIRST_ID, 101];
+      const plan = await testApp.query<Record<string, string>>(
+        `${postgres ? 'EXPLAIN' : 'EXPLAIN QUERY PLAN'} ${sql}`,
+        ...parameters,
+      );
+      const lines = plan.map((row) => row['QUERY PLAN'] ?? row.detail);
+      expect(lines.join('\n')).toContain('IDX_plants_long_tag_id');
+      expect(lines.join('\n')).not.toMatch(/Seq Scan|^SCAN plants$/m);
     });
   });
 

@@ -434,7 +434,7 @@ export interface operations {
             /** @description plant response */
             200: {
                 headers: {
-                    /** @description When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service's page size bound (1 MiB by default), or, filtered by a tag of 256 characters or more, once it has looked at 1,000 plants whose tags share its first 256 characters (it may then hold none); follow the link for the rest */
+                    /** @description When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service's page size bound (1 MiB by default); follow the link for the rest */
                     Link?: string;
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];

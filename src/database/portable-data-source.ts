@@ -567,9 +567,10 @@ export class PortableDataSource extends DataSource {
    *   nothing left to do. TypeORM has no such lock (typeorm#4588). The lock is taken with
    *   pg_try_advisory_lock in a loop, so that every statement stays within the statement
    *   timeout; it belongs to the session that also runs the migrations, and PostgreSQL
-   *   releases it if this process dies. Each statement waits at most
-   *   MIGRATION_LOCK_TIMEOUT_MS for a lock that live traffic holds: past it the migrations are
-   *   rolled back and tried again, so that live writes wait briefly instead of deadlocking.
+   *   releases it if this process dies. Each migration commits on its own. Each statement
+   *   waits at most MIGRATION_LOCK_TIMEOUT_MS for a lock that live traffic holds: past it the
+   *   migration is rolled back and the pending ones tried again, so that live writes wait
+   *   briefly instead of deadlocking.
    * - On SQLite, in one transaction that holds the write lock from its start, which another
    *   process waits for: its migrations and a look at which ran are one step.
    *
@@ -668,15 +669,26 @@ export class PortableDataSource extends DataSource {
     await this.acquireMigrationLock(runner, deadline);
     try {
       await runner.query(`SET lock_timeout = ${MIGRATION_LOCK_TIMEOUT_MS}`);
+      // each in its own transaction, so that one that builds an index CONCURRENTLY may run
+      // outside any (its `transaction = false`), and a retry resumes where the last gave way
+      const executor = () =>
+        this.migrationExecutor(
+          runner,
+          options,
+          options?.transaction ??
+            this.options.migrationsTransactionMode ??
+            'each',
+        );
+      // what an attempt that gave way had committed is applied too
+      const appliedBefore = new Set(
+        (await executor().getExecutedMigrations()).map(({ name }) => name),
+      );
       for (let attempt = 1; ; attempt += 1) {
         try {
-          return await this.migrationExecutor(
-            runner,
-            options,
-            options?.transaction ??
-              this.options.migrationsTransactionMode ??
-              'all',
-          ).executePendingMigrations();
+          await executor().executePendingMigrations();
+          return (await executor().getExecutedMigrations())
+            .filter(({ name }) => !appliedBefore.has(name))
+            .sort((first, second) => first.timestamp - second.timestamp);
         } catch (error) {
           if (!gaveWayToLiveTraffic(error) || Date.now() > deadline)
             throw error;

@@ -93,7 +93,7 @@ export class PlantsController {
     headers: {
       Link: {
         description:
-          'When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service\'s page size bound (1 MiB by default), or, filtered by a tag of 256 characters or more, once it has looked at 1,000 plants whose tags share its first 256 characters (it may then hold none); follow the link for the rest',
+          'When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service\'s page size bound (1 MiB by default); follow the link for the rest',
         schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
       },
     },
@@ -103,15 +103,14 @@ export class PlantsController {
     @Req() request: Request,
     @Res({ passthrough: true }) response: Response,
   ): Promise<Plant[]> {
-    const {
-      items: plants,
-      hasMore,
-      nextAfter,
-    } = await this.plantsService.list(query, this.config.pageMaxBytes);
+    const { items: plants, hasMore } = await this.plantsService.list(
+      query,
+      this.config.pageMaxBytes,
+    );
     if (hasMore) {
       const next = new URLSearchParams({ limit: String(query.limit) });
       if (query.tag !== undefined) next.set('tag', query.tag);
-      next.set('after', String(nextAfter ?? plants[plants.length - 1].id));
+      next.set('after', String(plants[plants.length - 1].id));
       response.setHeader(
         'Link',
         `<${publicBaseUrlOf(request, this.config)}/plants?${next.toString()}>; rel="next"`,

@@ -11,6 +11,7 @@ import {
   isLongTag,
   pageStatements,
   PlantsRepository,
+  POSTGRES_LONG_TAG_KEY,
 } from './plants.repository';
 
 const INT64_MAX = 9_223_372_036_854_775_807n;
@@ -95,7 +96,9 @@ describe('PlantsRepository', () => {
 
 describe('pageStatements', () => {
   it('spells each variant with the driver’s placeholders, limit last', () => {
-    expect(pageStatements((position) => `$${position}`)).toEqual({
+    expect(
+      pageStatements((position) => `$${position}`, POSTGRES_LONG_TAG_KEY),
+    ).toEqual({
       all: 'SELECT id, name, tag FROM plants ORDER BY id LIMIT $1',
       after:
         'SELECT id, name, tag FROM plants WHERE id > $1 ORDER BY id LIMIT $2',
@@ -103,11 +106,21 @@ describe('pageStatements', () => {
         'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 ORDER BY id LIMIT $3',
       taggedAfter:
         'SELECT id, name, tag FROM plants WHERE substr(tag, 1, 256) = $1 AND tag = $2 AND id > $3 ORDER BY id LIMIT $4',
-      sharingPrefix:
-        'SELECT id, CASE WHEN tag = $2 THEN name END AS name, CASE WHEN tag = $2 THEN tag END AS tag FROM plants WHERE substr(tag, 1, 256) = $1 ORDER BY id LIMIT $3',
-      sharingPrefixAfter:
-        'SELECT id, CASE WHEN tag = $2 THEN name END AS name, CASE WHEN tag = $2 THEN tag END AS tag FROM plants WHERE substr(tag, 1, 256) = $1 AND id > $3 ORDER BY id LIMIT $4',
+      longTagged:
+        'SELECT id, name, tag FROM plants WHERE length(tag) >= 256 AND plant_tag_digest(tag) = plant_tag_digest($1) AND tag = $1 ORDER BY id LIMIT $2',
+      longTaggedAfter:
+        'SELECT id, name, tag FROM plants WHERE length(tag) >= 256 AND plant_tag_digest(tag) = plant_tag_digest($1) AND tag = $1 AND id > $2 ORDER BY id LIMIT $3',
     });
+  });
+
+  it('finds a long tag by itself where the index holds it whole (SQLite)', () => {
+    const statements = pageStatements((position) => `?${position}`, undefined);
+    expect(statements.longTagged).toBe(
+      'SELECT id, name, tag FROM plants WHERE length(tag) >= 256 AND tag = ?1 ORDER BY id LIMIT ?2',
+    );
+    expect(statements.longTaggedAfter).toBe(
+      'SELECT id, name, tag FROM plants WHERE length(tag) >= 256 AND tag = ?1 AND id > ?2 ORDER BY id LIMIT ?3',
+    );
   });
 
   it.each([

@@ -10,48 +10,66 @@ export interface PlantPageQuery {
   after?: bigint;
 }
 
-/** The tag's characters that the index holds (IDX_plants_tag_prefix_id). */
+/** The tag's characters that the prefix index holds (IDX_plants_tag_prefix_id). */
 export const TAG_PREFIX_LENGTH = 256;
+
+/**
+ * How the long-tag index (IDX_plants_long_tag_id) spells a tag's key: PostgreSQL indexes its
+ * SHA-256 digest (a whole long tag would not fit a btree entry), SQLite the tag itself (its
+ * btree holds a key of any length).
+ */
+export type LongTagKey = ((expression: string) => string) | undefined;
+
+export const POSTGRES_LONG_TAG_KEY: LongTagKey = (expression) =>
+  `plant_tag_digest(${expression})`;
 
 /**
  * The page query for each combination of filters, written out rather than built per request so
  * that each one keeps its index plan (an `? IS NULL OR id > ?` condition would hide the id range
- * from the planner). A tag is found through its indexed prefix, then compared whole. `parameter(n)` spells the driver's n-th placeholder; the parameters are,
- * in order, those of the conditions, then the limit.
+ * from the planner). A tag shorter than TAG_PREFIX_LENGTH is found through the prefix index
+ * (where it is its own entry), a longer one through the long-tag index, whose condition
+ * `length(tag) >= 256` the query repeats so that both engines may use that partial index.
+ * `parameter(n)` spells the driver's n-th placeholder; the parameters are, in order, those of
+ * the conditions, then the limit.
  */
-export function pageStatements(parameter: (position: number) => string) {
+export function pageStatements(
+  parameter: (position: number) => string,
+  longTagKey: LongTagKey,
+) {
   const statement = (conditions: string[]) => {
+    let position = 0;
+    // each `?` is the next parameter
     const where = conditions
-      .map((condition, index) => `${condition} ${parameter(index + 1)}`)
+      .map((condition) =>
+        condition.replace(/\?/g, () => parameter((position += 1))),
+      )
       .join(' AND ');
     return (
       'SELECT id, name, tag FROM plants ' +
       (where ? `WHERE ${where} ` : '') +
-      `ORDER BY id LIMIT ${parameter(conditions.length + 1)}`
+      `ORDER BY id LIMIT ${parameter(position + 1)}`
     );
   };
-  const tagged = [`substr(tag, 1, ${TAG_PREFIX_LENGTH}) =`, 'tag ='];
-  // the rows that share a long tag's indexed prefix, each with its name and tag only where
-  // its whole tag is the one asked for ($1 the prefix, $2 the tag)
-  const sharing = (conditions: string[]) =>
-    `SELECT id, CASE WHEN tag = ${parameter(2)} THEN name END AS name, ` +
-    `CASE WHEN tag = ${parameter(2)} THEN tag END AS tag FROM plants ` +
-    `WHERE substr(tag, 1, ${TAG_PREFIX_LENGTH}) = ${parameter(1)} ` +
-    conditions.map((condition) => `AND ${condition} `).join('') +
-    `ORDER BY id LIMIT ${parameter(conditions.length + 3)}`;
+  const tagged = [`substr(tag, 1, ${TAG_PREFIX_LENGTH}) = ?`, 'tag = ?'];
+  const longTagged = [
+    `length(tag) >= ${TAG_PREFIX_LENGTH}`,
+    longTagKey
+      ? `${longTagKey('tag')} = ${longTagKey('?')} AND tag = ${parameter(1)}`
+      : 'tag = ?',
+  ];
   return {
     all: statement([]),
-    after: statement(['id >']),
+    after: statement(['id > ?']),
     tagged: statement(tagged),
-    taggedAfter: statement([...tagged, 'id >']),
-    sharingPrefix: sharing([]),
-    sharingPrefixAfter: sharing([`id > ${parameter(3)}`]),
+    taggedAfter: statement([...tagged, 'id > ?']),
+    longTagged: statement(longTagged),
+    longTaggedAfter: statement([...longTagged, 'id > ?']),
   };
 }
 
 /**
- * Whether a tag is as long as the index's prefix or longer: then plants with other tags may
- * share that prefix, and a page must look at them to find its own (`sharingPrefix`).
+ * Whether a tag is as long as the prefix index's prefix or longer: then other tags may share
+ * that prefix, and the tag is looked up through the long-tag index instead.
  */
 export function isLongTag(tag: string): boolean {
   // UTF-16 units are never fewer than characters: most tags are told without counting
@@ -61,15 +79,10 @@ export function isLongTag(tag: string): boolean {
   );
 }
 
-/** The first TAG_PREFIX_LENGTH characters, counted as both engines' substr() counts them. */
-function prefixOf(tag: string): string {
-  return Array.from(tag).slice(0, TAG_PREFIX_LENGTH).join('');
-}
-
 /**
  * The plants table. Every request of the API touches it, so its statements are written by hand
  * (EntitySql) rather than built by TypeORM's query builder on each call; the text is the same
- * for both engines.
+ * for both engines but for the long-tag index's key.
  */
 @Injectable()
 export class PlantsRepository {
@@ -83,7 +96,12 @@ export class PlantsRepository {
     const $ = this.sql.parameter;
     this.find = `SELECT id, name, tag FROM plants WHERE id = ${$(1)}`;
     this.delete = `DELETE FROM plants WHERE id = ${$(1)}`;
-    this.pages = pageStatements($);
+    this.pages = pageStatements(
+      $,
+      dataSource.options.type === 'postgres'
+        ? POSTGRES_LONG_TAG_KEY
+        : undefined,
+    );
   }
 
   /** Rejects with a DuplicateKeyError when the id is taken. */
@@ -102,31 +120,14 @@ export class PlantsRepository {
         ? this.sql.select(this.pages.all, [limit])
         : this.sql.select(this.pages.after, [after, limit]);
     }
-    const prefix = prefixOf(tag);
+    if (isLongTag(tag)) {
+      return after === undefined
+        ? this.sql.select(this.pages.longTagged, [tag, limit])
+        : this.sql.select(this.pages.longTaggedAfter, [tag, after, limit]);
+    }
     return after === undefined
-      ? this.sql.select(this.pages.tagged, [prefix, tag, limit])
-      : this.sql.select(this.pages.taggedAfter, [prefix, tag, after, limit]);
-  }
-
-  /**
-   * Up to `limit` plants after `after` in id order whose tags share `tag`'s indexed prefix, for
-   * a tag as long as the prefix or longer (isLongTag): those whose whole tag is `tag` as they
-   * are, the others with a null name, only their ids told.
-   */
-  sharingPrefix({
-    limit,
-    tag,
-    after,
-  }: PlantPageQuery & { tag: string }): Promise<Plant[]> {
-    const prefix = prefixOf(tag);
-    return after === undefined
-      ? this.sql.select(this.pages.sharingPrefix, [prefix, tag, limit])
-      : this.sql.select(this.pages.sharingPrefixAfter, [
-          prefix,
-          tag,
-          after,
-          limit,
-        ]);
+      ? this.sql.select(this.pages.tagged, [tag, tag, limit])
+      : this.sql.select(this.pages.taggedAfter, [tag, tag, after, limit]);
   }
 
   /** @returns whether a plant was deleted */

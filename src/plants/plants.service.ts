@@ -6,11 +6,7 @@ import {
 } from '../common/pagination/byte-bounded-page';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
-import {
-  isLongTag,
-  PlantsRepository,
-  type PlantPageQuery,
-} from './plants.repository';
+import { PlantsRepository, type PlantPageQuery } from './plants.repository';
 
 /** A plant's JSON, `{"id":…,"name":…,"tag":…}`, in bytes. */
 const plantJsonBytes = ({ id, name, tag }: Plant) =>
@@ -21,17 +17,6 @@ const plantJsonBytes = ({ id, name, tag }: Plant) =>
 
 /** Rows read by a page's first query: the default page, and one to tell whether more follow. */
 const FIRST_BATCH = 101;
-
-/**
- * The most plants a page filtered by a long tag looks at (docs/decisions.md, "Listing
- * plants"): those sharing the tag's indexed prefix, whatever their own tags. Past it, the page
- * ends and links on from the last plant it looked at, so that no request's cost grows with how
- * many plants share a prefix.
- */
-export const LONG_TAG_EXAMINED = 1000;
-
-/** A page, and where the next one starts when that is not after its last plant. */
-export type PlantPage = Page<Plant> & { nextAfter?: bigint };
 
 @Injectable()
 export class PlantsService {
@@ -54,11 +39,8 @@ export class PlantsService {
    * (docs/decisions.md, "Listing plants"). Rows are read in batches that double from
    * FIRST_BATCH, so a page of large plants never reads more than about twice what it returns.
    */
-  async list(query: PlantPageQuery, maxBytes: number): Promise<PlantPage> {
+  async list(query: PlantPageQuery, maxBytes: number): Promise<Page<Plant>> {
     const page = new PageFiller(query.limit, maxBytes, plantJsonBytes);
-    if (query.tag !== undefined && isLongTag(query.tag)) {
-      return this.listSharingPrefix({ ...query, tag: query.tag }, page);
-    }
     let after = query.after;
     let batch = Math.min(query.limit + 1, FIRST_BATCH);
     for (;;) {
@@ -74,28 +56,6 @@ export class PlantsService {
       after = rows[rows.length - 1].id;
       batch = Math.min(2 * batch, query.limit + 1 - page.items.length);
     }
-  }
-
-  /**
-   * A page of a long tag: the plants sharing its indexed prefix are looked at in id order,
-   * LONG_TAG_EXAMINED at most, and those with the whole tag are the page's. A page may then
-   * end with none, linking on from the last plant looked at.
-   */
-  private async listSharingPrefix(
-    query: PlantPageQuery & { tag: string },
-    page: PageFiller<Plant>,
-  ): Promise<PlantPage> {
-    const rows = await this.plants.sharingPrefix({
-      ...query,
-      limit: LONG_TAG_EXAMINED,
-    });
-    for (const row of rows) {
-      if (row.name === null) continue;
-      if (!page.offer(row)) return { items: page.items, hasMore: true };
-    }
-    return rows.length < LONG_TAG_EXAMINED
-      ? { items: page.items, hasMore: false }
-      : { items: page.items, hasMore: true, nextAfter: rows.at(-1)!.id };
   }
 
   async findOne(id: bigint): Promise<Plant> {
