@@ -352,7 +352,7 @@ export default async () => {
                 required: true,
                 type: () => Number,
                 description:
-                  'Attempts its receiver failed in a row, across deliveries (an answer slower than\nWEBHOOKS_SLOW counts as a failure); 0 after a success.',
+                  'Attempts its receiver failed in a row, across deliveries; 0 after a success.',
               },
               pausedUntil: {
                 required: true,

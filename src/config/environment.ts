@@ -502,7 +502,7 @@ export const ENVIRONMENT_SCHEMA = z.object({
   WEBHOOKS_SLOW: variable(
     duration(),
     undefined,
-    'An answer slower than this counts against its receiver as a failure, though delivered; unset, half of WEBHOOKS_TIMEOUT',
+    'A receiver answering slower than this gets fewer attempts at once, in proportion; unset, half of WEBHOOKS_TIMEOUT',
   ),
   WEBHOOKS_RETRY_BASE: variable(
     duration(),

@@ -6,9 +6,8 @@ export interface WebhooksConfig {
   allowPrivateNetworks: boolean;
   timeoutMs: number;
   /**
-   * An attempt that takes longer counts against its receiver as a failure, though delivered:
-   * a slow receiver is paused like a failing one, and holds its share of the dispatcher no
-   * longer.
+   * A receiver answering slower than this gets fewer attempts at once, in proportion, and no
+   * spare slot (delivery-engine.ts); slowness is never a failure.
    */
   slowMs: number;
   retryBaseMs: number;

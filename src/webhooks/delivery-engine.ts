@@ -34,6 +34,29 @@ export const SCAN_PER_LANE = 1000;
  */
 export const CLAIM_MARGIN_MS = 2_000;
 
+/** How far one answer moves a receiver's recent answer time (an exponential average). */
+const ANSWER_TIME_WEIGHT = 0.3;
+
+/** Receivers whose answer times an instance keeps: more than the subscriptions it may have. */
+const ANSWER_TIMES_KEPT = 1000;
+
+/**
+ * The most attempts one lane may have in flight when `withWork` lanes have work: the slots
+ * divided among them and one more, so that a lane that has work next finds slots free.
+ */
+export function fairShare(slots: number, withWork: number): number {
+  return Math.max(1, Math.floor(slots / (withWork + 1)));
+}
+
+/**
+ * Slots kept free for the first attempt of a quick receiver with none in flight: an eighth of
+ * the slots, one at least. A quick receiver waits for none unless more receivers than this
+ * turned slow or unresponsive within one WEBHOOKS_TIMEOUT.
+ */
+export function spareSlots(slots: number): number {
+  return Math.max(1, Math.floor(slots / 8));
+}
+
 /** A probe looks for its delivery among every pending one, due or not. */
 const ANY_TIME = new Date(8_640_000_000_000_000);
 
@@ -129,6 +152,8 @@ export class DeliveryEngine {
   private readonly inFlightByLane = new Map<string, number>();
   /** Lanes whose failures this instance counted since it last cleared them. */
   private readonly failing = new Set<string>();
+  /** Each lane's receiver's recent answer time, in ms, as this instance timed it. */
+  private readonly answerTimes = new Map<string, number>();
   private readonly token: () => string;
   private readonly random: () => number;
 
@@ -155,36 +180,78 @@ export class DeliveryEngine {
    * One poll: starts the attempts it can and returns once they are started (not finished).
    * `backlog`: it took as much as it could, and more may be waiting. `onAttemptEnd` runs as
    * each attempt ends.
+   *
+   * Slots are shared so that a quick receiver is never kept waiting by the others
+   * (docs/decisions.md, "Webhook delivery"):
+   * - `spareSlots` are kept for the first attempt of a lane with none in flight whose receiver
+   *   has not failed since its last success and answers within WEBHOOKS_SLOW: every other
+   *   attempt, probes included, leaves them free.
+   * - Of the lanes with work (attempts in flight here, or deliveries due), none is given more
+   *   than its fair share (fairShare), and a lane's own limit shrinks with its receiver's
+   *   answer time (laneLimit).
    */
   async poll(onAttemptEnd?: () => void): Promise<{ backlog: boolean }> {
-    const { store, config, signal } = this.dependencies;
+    const { store, signal, config } = this.dependencies;
     if (signal.aborted) return { backlog: false };
     const head = await store.sequence(SEQUENCE_BATCH);
     const free = this.freeSlots();
     if (free <= 0) return { backlog: true };
+    const spare = spareSlots(config.maxInFlight);
     const lanes = shuffled(await store.lanes(), this.random);
     const now = new Date(this.dependencies.now());
     const planned: Planned[] = [];
+    const offers: {
+      lane: Lane;
+      busy: number;
+      deliveries: PendingDelivery[];
+    }[] = [];
     let backlog = false;
-    let open = lanes.length;
+    let withWork = 0;
     for (const lane of lanes) {
-      const share = Math.ceil((free - planned.length) / open);
-      open -= 1;
-      if (share <= 0) break;
       const condition = conditionOf(lane.receiver, now);
-      if (condition === 'paused' || condition === 'probing') continue;
       const busy = this.inFlightByLane.get(lane.id) ?? 0;
+      if (busy > 0) withWork += 1;
+      if (condition === 'paused' || condition === 'probing') continue;
       if (condition === 'probe-due') {
-        if (busy === 0) {
+        if (busy === 0 && free - planned.length > spare) {
           const probe = await this.probeOf(lane, head, now);
-          if (probe) planned.push(probe);
+          if (probe) {
+            planned.push(probe);
+            withWork += 1;
+          }
         }
         continue;
       }
-      const room = Math.min(share, config.maxInFlightPerSubscription - busy);
-      if (room <= 0) continue;
+      const room = this.laneLimit(lane.id) - busy;
+      if (room <= 0) {
+        backlog = true;
+        continue;
+      }
       const taken = await this.dueOf(lane, head, now, room);
-      for (const delivery of taken.deliveries) {
+      if (taken.more) backlog = true;
+      if (taken.deliveries.length === 0) continue;
+      if (busy === 0) withWork += 1;
+      offers.push({ lane, busy, deliveries: taken.deliveries });
+    }
+    const share = fairShare(config.maxInFlight, withWork);
+    let available = free - planned.length;
+    // the first attempts of quick lanes with none in flight, from any free slot
+    const grants = offers.map(({ lane, busy }) => {
+      if (busy > 0 || !this.isQuick(lane) || available <= 0) return 0;
+      available -= 1;
+      return 1;
+    });
+    // then every lane up to its share, leaving the spare slots free
+    offers.forEach(({ lane, busy, deliveries }, index) => {
+      const wanted = Math.min(deliveries.length, share - busy);
+      const more = Math.max(
+        0,
+        Math.min(wanted - grants[index], available - spare),
+      );
+      grants[index] += more;
+      available -= more;
+      if (grants[index] < deliveries.length) backlog = true;
+      for (const delivery of deliveries.slice(0, grants[index])) {
         planned.push({
           delivery,
           lane,
@@ -192,10 +259,54 @@ export class DeliveryEngine {
           probe: false,
         });
       }
-      if (taken.more) backlog = true;
-    }
+    });
     await this.start(planned, onAttemptEnd);
     return { backlog };
+  }
+
+  /** A receiver that has not failed since its last success and answers within WEBHOOKS_SLOW. */
+  private isQuick(lane: Lane): boolean {
+    const answerMs = this.answerTimes.get(lane.id);
+    return (
+      lane.receiver.consecutiveFailures === 0 &&
+      !this.failing.has(lane.id) &&
+      (answerMs === undefined || answerMs <= this.dependencies.config.slowMs)
+    );
+  }
+
+  /**
+   * The most attempts a lane may have in flight here: WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION
+   * while its receiver answers within WEBHOOKS_SLOW, fewer in proportion past it (twice as
+   * slow, half as many; one at least), so that slowness costs a receiver throughput smoothly
+   * and holds fewer slots, never a pause. Answer times are timed from when the request was
+   * written (webhook-sender.ts): the service's own queueing never counts against a receiver.
+   */
+  private laneLimit(laneId: string): number {
+    const { maxInFlightPerSubscription, slowMs } = this.dependencies.config;
+    const answerMs = this.answerTimes.get(laneId);
+    if (answerMs === undefined || answerMs <= slowMs) {
+      return maxInFlightPerSubscription;
+    }
+    return Math.max(
+      1,
+      Math.floor((maxInFlightPerSubscription * slowMs) / answerMs),
+    );
+  }
+
+  /** A lane's receiver answered in `answerMs`: its recent answer time moves towards it. */
+  private noteAnswer(laneId: string, answerMs: number): void {
+    const previous = this.answerTimes.get(laneId);
+    this.answerTimes.delete(laneId);
+    // a map in order of use, the least recently used first out
+    this.answerTimes.set(
+      laneId,
+      previous === undefined
+        ? answerMs
+        : previous + ANSWER_TIME_WEIGHT * (answerMs - previous),
+    );
+    if (this.answerTimes.size > ANSWER_TIMES_KEPT) {
+      this.answerTimes.delete(this.answerTimes.keys().next().value!);
+    }
   }
 
   /**
@@ -378,7 +489,9 @@ export class DeliveryEngine {
       return;
     }
     const ended = new Date(this.dependencies.now());
-    const slow = ended.getTime() - started > config.slowMs;
+    if (outcome.delivered) {
+      this.noteAnswer(lane.id, outcome.answerMs ?? ended.getTime() - started);
+    }
     const retryAt =
       outcome.delivered || outcome.refused
         ? undefined
@@ -405,11 +518,7 @@ export class DeliveryEngine {
         settlement.status === 'delivered' ? 'delivered' : 'failed',
       );
     }
-    const failure = outcome.delivered
-      ? slow
-        ? `answered after ${ended.getTime() - started} ms, slower than WEBHOOKS_SLOW (${config.slowMs} ms)`
-        : undefined
-      : (outcome.error ?? 'failed');
+    const failure = outcome.delivered ? undefined : (outcome.error ?? 'failed');
     await this.followReceiver(lane, epoch, probe, failure, ended);
   }
 

@@ -5,7 +5,7 @@ import type { DeliveryStatus } from './webhook-delivery.entity';
  * instance sees one receiver the same way (receiver-state.ts says what each value means).
  */
 export interface ReceiverState {
-  /** Attempts failed (or too slow) in a row, across its deliveries; 0 after a success. */
+  /** Attempts failed in a row, across its deliveries; 0 after a success. */
   consecutiveFailures: number;
   /** Set while it is paused, and after, until a probe's success resumes it. */
   pausedUntil: Date | null;

@@ -5,8 +5,8 @@ import type { ReceiverState } from './delivery-store';
  * Where a receiver stands (docs/decisions.md, "Webhook delivery"):
  *
  * - healthy: its last attempt succeeded;
- * - failing: 1 to WEBHOOKS_FAILURES_BEFORE_PAUSE - 1 attempts failed in a row (an answer slower
- *   than WEBHOOKS_SLOW counts as a failure here, though it is delivered);
+ * - failing: 1 to WEBHOOKS_FAILURES_BEFORE_PAUSE - 1 attempts failed in a row (a slow answer is
+ *   no failure: it costs the receiver slots, delivery-engine.ts);
  * - paused: none of its deliveries is attempted until `pausedUntil`;
  * - probe-due: its pause is over; one attempt, the probe, may start;
  * - probing: the probe is under way.

@@ -43,6 +43,11 @@ export interface AttemptOutcome {
    * and is not counted.
    */
   abandoned?: boolean;
+  /**
+   * Milliseconds from when the request was written to the receiver's answer: its own time,
+   * without the service's queueing or the connection's setup.
+   */
+  answerMs?: number;
 }
 
 /** A timeout that fires this much later than due means the process itself was stopped. */
@@ -96,6 +101,7 @@ export class WebhookSender {
       const started = performance.now();
       // the request is written to the socket: the receiver may have it, whatever follows
       let written = false;
+      let writtenAt: number | undefined;
       let settled = false;
       const finish = (outcome: AttemptOutcome) => {
         if (settled) return;
@@ -106,6 +112,7 @@ export class WebhookSender {
       };
       const request = send(url, options, (response) => {
         const statusCode = response.statusCode ?? 0;
+        const answerMs = Math.round(performance.now() - (writtenAt ?? started));
         let read = 0;
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
@@ -114,12 +121,13 @@ export class WebhookSender {
         const settle = () =>
           finish(
             statusCode >= 200 && statusCode < 300
-              ? { delivered: true, result: 'success', statusCode }
+              ? { delivered: true, result: 'success', statusCode, answerMs }
               : {
                   delivered: false,
                   result: 'http_error',
                   statusCode,
                   error: `the receiver answered ${statusCode}`,
+                  answerMs,
                 },
           );
         response.on('end', settle);
@@ -138,7 +146,10 @@ export class WebhookSender {
           }),
         this.config.timeoutMs,
       );
-      request.on('finish', () => (written = true));
+      request.on('finish', () => {
+        written = true;
+        writtenAt = performance.now();
+      });
       request.on('error', (error: NodeJS.ErrnoException) =>
         finish({
           delivered: false,

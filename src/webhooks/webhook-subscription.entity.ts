@@ -81,8 +81,7 @@ export class WebhookSubscription {
   slot!: number | null;
 
   /**
-   * Attempts its receiver failed in a row, across deliveries (an answer slower than
-   * WEBHOOKS_SLOW counts as a failure); 0 after a success.
+   * Attempts its receiver failed in a row, across deliveries; 0 after a success.
    */
   @SmallIntegerColumn({ name: 'consecutive_failures', default: 0 })
   consecutiveFailures!: number;

@@ -302,7 +302,12 @@ export async function simulate(seed: number): Promise<RunReport> {
       }
       await world.delay(owner, answer.afterMs);
       return answer.status < 300
-        ? { delivered: true, result: 'success', statusCode: answer.status }
+        ? {
+            delivered: true,
+            result: 'success',
+            statusCode: answer.status,
+            answerMs: answer.afterMs,
+          }
         : {
             delivered: false,
             result: 'http_error',
