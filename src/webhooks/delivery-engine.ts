@@ -34,6 +34,9 @@ export const SCAN_PER_LANE = 1000;
  */
 export const CLAIM_MARGIN_MS = 2_000;
 
+/** The first wait before recording an attempt's outcome again, doubling to a second. */
+const RECORD_RETRY_MS = 100;
+
 /** How far one answer moves a receiver's recent answer time (an exponential average). */
 const ANSWER_TIME_WEIGHT = 0.3;
 
@@ -42,10 +45,13 @@ const ANSWER_TIMES_KEPT = 1000;
 
 /**
  * The most attempts one lane may have in flight when `withWork` lanes have work: the slots
- * divided among them and one more, so that a lane that has work next finds slots free.
+ * that are not spare, divided among them.
  */
 export function fairShare(slots: number, withWork: number): number {
-  return Math.max(1, Math.floor(slots / (withWork + 1)));
+  return Math.max(
+    1,
+    Math.ceil((slots - spareSlots(slots)) / Math.max(1, withWork)),
+  );
 }
 
 /**
@@ -124,6 +130,8 @@ export interface EngineDependencies {
   random?: () => number;
   /** Aborted on shutdown: attempts under way stop, and no new one starts. */
   signal: AbortSignal;
+  /** Waits `ms`: setTimeout, or the simulation's clock. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** An attempt to start: the claimed delivery, and the receiver's epoch it runs in. */
@@ -187,8 +195,8 @@ export class DeliveryEngine {
    *   has not failed since its last success and answers within WEBHOOKS_SLOW: every other
    *   attempt, probes included, leaves them free.
    * - Of the lanes with work (attempts in flight here, or deliveries due), none is given more
-   *   than its fair share (fairShare), and a lane's own limit shrinks with its receiver's
-   *   answer time (laneLimit).
+   *   than the other slots divided among them (fairShare), and a lane's own limit shrinks
+   *   with its receiver's answer time (laneLimit).
    */
   async poll(onAttemptEnd?: () => void): Promise<{ backlog: boolean }> {
     const { store, signal, config } = this.dependencies;
@@ -509,7 +517,9 @@ export class DeliveryEngine {
       lastStatusCode: outcome.statusCode ?? null,
       lastError: outcome.error ?? null,
     };
-    const own = await store.settle(delivery, settlement);
+    const own = await this.withinClaim(delivery, () =>
+      store.settle(delivery, settlement),
+    );
     this.dependencies.observer.attempted(delivery, outcome, retryAt);
     // its claim ran out meanwhile: the delivery and its receiver are another instance's now
     if (!own) return;
@@ -520,6 +530,36 @@ export class DeliveryEngine {
     }
     const failure = outcome.delivered ? undefined : (outcome.error ?? 'failed');
     await this.followReceiver(lane, epoch, probe, failure, ended);
+  }
+
+  /**
+   * Records what a request came to, trying again while the database does not answer and the
+   * claim still holds (its margin, CLAIM_MARGIN_MS, at least, past the request): an answered
+   * request is recorded once the database is back, rather than sent again once the claim runs
+   * out. A settlement that did commit before its answer was lost finds the claim gone the
+   * second time, and says so (false), as when the claim ran out.
+   */
+  private async withinClaim<T>(
+    delivery: ClaimedDelivery,
+    record: () => Promise<T>,
+  ): Promise<T> {
+    const { now, signal } = this.dependencies;
+    const sleep =
+      this.dependencies.sleep ??
+      ((ms: number) => new Promise<void>((done) => setTimeout(done, ms)));
+    for (let waitMs = RECORD_RETRY_MS; ; waitMs = Math.min(2 * waitMs, 1000)) {
+      try {
+        return await record();
+      } catch (error) {
+        if (
+          signal.aborted ||
+          now() + waitMs >= delivery.claimedUntil.getTime()
+        ) {
+          throw error;
+        }
+        await sleep(waitMs);
+      }
+    }
   }
 
   /**

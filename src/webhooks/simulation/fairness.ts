@@ -189,6 +189,7 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
       },
       random,
       signal: new AbortController().signal,
+      sleep: (ms) => world.delay(owner, ms),
     });
     new DispatchLoop(engine, config, {
       timers: world.timersOf(owner),

@@ -74,6 +74,8 @@ export interface StoreCall {
   poll: boolean;
 }
 
+const DATABASE_AWAY = 'the database did not answer';
+
 const READS = new Set<keyof DeliveryStore>(['lanes', 'due', 'events']);
 
 const POLL_OPERATIONS = new Set<keyof DeliveryStore>([
@@ -100,6 +102,8 @@ export class MemoryDeliveryStore implements DeliveryStore {
     private readonly hooks: {
       /** Runs before and after every call. */
       around: () => Promise<void>;
+      /** While true, calls fail: before their change, or after it committed (answer lost). */
+      unavailable?: () => boolean;
       record: (call: StoreCall) => void;
       /** Within the claim itself: what it took, under which token. */
       claimed?: (ids: Set<string>, token: string) => void;
@@ -120,10 +124,13 @@ export class MemoryDeliveryStore implements DeliveryStore {
     poll = POLL_OPERATIONS.has(operation),
   ): Promise<T> {
     await this.hooks.around();
+    if (this.hooks.unavailable?.()) throw new Error(DATABASE_AWAY);
     const { result, rows } = body();
     this.hooks.record({ operation, rows, poll });
     // a change may commit and its caller die before it hears so; a read changes nothing
     if (!READS.has(operation)) await this.hooks.around();
+    // or the database go away after the commit, before its answer
+    if (this.hooks.unavailable?.()) throw new Error(DATABASE_AWAY);
     return result;
   }
 

@@ -331,6 +331,7 @@ export async function simulate(seed: number): Promise<RunReport> {
       },
       random,
       signal: new AbortController().signal,
+      sleep: (ms) => world.delay(owner, ms),
     });
     const poll = engine.poll.bind(engine);
     engine.poll = async (onAttemptEnd) => {
