@@ -1,8 +1,9 @@
-import { DeliveryEngine, DispatchLoop } from '../delivery-engine';
-import { FRESH_RECEIVER } from '../receiver-state';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { MemoryDatabase, MemoryDeliveryStore } from './memory-delivery-store';
-import { SIMULATED } from './scenario';
+import {
+  startSimulatedInstance,
+  subscribeReceiver,
+} from './simulated-instance';
 import { seededRandom, World } from './world';
 
 export interface BlipReport {
@@ -34,7 +35,6 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
     low + Math.floor(random() * (high - low + 1));
   const world = new World(random, START);
   const db = new MemoryDatabase();
-  const config = SIMULATED;
   const violations: string[] = [];
   const roughUntil = START + 10_000;
 
@@ -48,13 +48,7 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
 
   const receivers = Array.from({ length: between(2, 4) }, (_, i) => `sub-${i}`);
   for (const id of receivers) {
-    db.subscribe({
-      id,
-      url: `http://receivers.example/${id}`,
-      secret: 'whsec_c2ltdWxhdGVk',
-      eventTypes: null,
-      receiver: { ...FRESH_RECEIVER },
-    });
+    subscribeReceiver(db, id);
   }
   /** Every request, with when its answer left the receiver and the claim it was sent under. */
   const requests: {
@@ -92,32 +86,20 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
       });
       return { delivered: true, result: 'success', statusCode: 200, answerMs };
     };
-    const engine = new DeliveryEngine({
+    startSimulatedInstance({
+      world,
+      owner,
       store,
       send,
-      now: () => world.now,
-      config,
-      observer: {
-        receiverChanged: () => undefined,
-        attempted: () => undefined,
-        settled: () => undefined,
-        // an outcome a blip kept from being recorded past its claim: the resend check below
-        attemptFailed: () => undefined,
-      },
       random,
-      signal: new AbortController().signal,
-      sleep: (ms) => world.delay(owner, ms),
-    });
-    new DispatchLoop(engine, config, {
-      timers: world.timersOf(owner),
-      intervalMs: config.pollIntervalMs,
-      onPolled: () => undefined,
-      onError: (error) => {
+      // an outcome a blip kept from being recorded past its claim is left to the check of
+      // requests sent again, below
+      onPollError: (error) => {
         if (!unavailable()) {
           violations.push(`a poll of ${owner} failed: ${String(error)}`);
         }
       },
-    }).start();
+    });
   }
 
   let events = 0;

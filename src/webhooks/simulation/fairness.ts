@@ -1,13 +1,12 @@
-import {
-  DeliveryEngine,
-  DispatchLoop,
-  spareSlots,
-  type EngineConfig,
-} from '../delivery-engine';
-import { FRESH_RECEIVER } from '../receiver-state';
+import { spareSlots, type EngineConfig } from '../delivery-engine';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { MemoryDatabase, MemoryDeliveryStore } from './memory-delivery-store';
-import { pollBound, SIMULATED } from './scenario';
+import { pollBound } from './scenario';
+import {
+  SIMULATED,
+  startSimulatedInstance,
+  subscribeReceiver,
+} from './simulated-instance';
 import { seededRandom, World } from './world';
 
 /** What a receiver beside the healthy one does with every request. */
@@ -97,13 +96,7 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
     id: string,
     answer: (now: number) => number | 'refused',
   ) => {
-    db.subscribe({
-      id,
-      url: `http://receivers.example/${id}`,
-      secret: 'whsec_c2ltdWxhdGVk',
-      eventTypes: null,
-      receiver: { ...FRESH_RECEIVER },
-    });
+    subscribeReceiver(db, id);
     received.set(id, []);
     answerOf.set(id, answer);
   };
@@ -173,31 +166,21 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
         answerMs: answer,
       };
     };
-    const engine = new DeliveryEngine({
+    startSimulatedInstance({
+      world,
+      owner,
       store,
       send,
-      now: () => world.now,
-      config,
+      random,
       observer: {
-        receiverChanged: () => undefined,
-        attempted: () => undefined,
-        settled: () => undefined,
         attemptFailed: (delivery, error) =>
           violations.push(
             `an attempt at ${delivery.id} failed: ${String(error)}`,
           ),
       },
-      random,
-      signal: new AbortController().signal,
-      sleep: (ms) => world.delay(owner, ms),
-    });
-    new DispatchLoop(engine, config, {
-      timers: world.timersOf(owner),
-      intervalMs: config.pollIntervalMs,
-      onPolled: () => undefined,
-      onError: (error) =>
+      onPollError: (error) =>
         violations.push(`a poll of ${owner} failed: ${String(error)}`),
-    }).start();
+    });
   }
 
   // a backlog owed to every receiver, then 20 events a second

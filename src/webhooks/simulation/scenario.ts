@@ -1,8 +1,5 @@
-import type { WebhooksConfig } from '../../config/webhooks.config';
 import {
   CLAIM_MARGIN_MS,
-  DeliveryEngine,
-  DispatchLoop,
   SCAN_PER_LANE,
   SEQUENCE_BATCH,
   type EngineConfig,
@@ -10,7 +7,7 @@ import {
 } from '../delivery-engine';
 import { PENDING_CAP_FACTOR } from '../delivery-store';
 import type { ReceiverState } from '../delivery-store';
-import { FRESH_RECEIVER, pauseLength } from '../receiver-state';
+import { pauseLength } from '../receiver-state';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { STALL_MS } from '../webhook-sender';
 import {
@@ -18,23 +15,12 @@ import {
   MemoryDeliveryStore,
   type StoreCall,
 } from './memory-delivery-store';
+import {
+  SIMULATED,
+  startSimulatedInstance,
+  subscribeReceiver,
+} from './simulated-instance';
 import { seededRandom, World } from './world';
-
-/** The settings of every simulated instance: the defaults scaled down, times in ms. */
-export const SIMULATED: EngineConfig & Pick<WebhooksConfig, 'pollIntervalMs'> =
-  {
-    timeoutMs: 1000,
-    slowMs: 500,
-    retryBaseMs: 200,
-    retryMaxDelayMs: 4000,
-    // longer than any run: nothing is given up, so every event must arrive
-    retryWindowMs: 3_600_000,
-    pollIntervalMs: 100,
-    maxInFlight: 8,
-    maxInFlightPerSubscription: 2,
-    failuresBeforePause: 3,
-    pauseMs: 1000,
-  };
 
 const EVENT_TYPES = ['plant.added', 'plant.deleted'];
 
@@ -197,13 +183,7 @@ export async function simulate(seed: number): Promise<RunReport> {
       },
     };
     receivers.set(id, receiver);
-    db.subscribe({
-      id,
-      url: `http://receivers.example/${id}`,
-      secret: 'whsec_c2ltdWxhdGVk',
-      eventTypes: receiver.eventTypes,
-      receiver: { ...FRESH_RECEIVER },
-    });
+    subscribeReceiver(db, id, receiver.eventTypes);
   });
   const receiverOf = (url: string) =>
     receivers.get(url.slice(url.lastIndexOf('/') + 1))!;
@@ -315,23 +295,21 @@ export async function simulate(seed: number): Promise<RunReport> {
             error: `the receiver answered ${answer.status}`,
           };
     };
-    const engine = new DeliveryEngine({
+    const engine = startSimulatedInstance({
+      world,
+      owner,
       store,
       send,
-      now: () => world.now,
-      config,
+      random,
       observer: {
         receiverChanged: (change) => changes.push({ ...change, at: world.now }),
-        attempted: () => undefined,
-        settled: () => undefined,
         attemptFailed: (delivery, error) =>
           violations.push(
             `an attempt at ${delivery.id} failed: ${String(error)}`,
           ),
       },
-      random,
-      signal: new AbortController().signal,
-      sleep: (ms) => world.delay(owner, ms),
+      onPollError: (error) =>
+        violations.push(`a poll of ${owner} failed: ${String(error)}`),
     });
     const poll = engine.poll.bind(engine);
     engine.poll = async (onAttemptEnd) => {
@@ -351,13 +329,6 @@ export async function simulate(seed: number): Promise<RunReport> {
         }
       }
     };
-    new DispatchLoop(engine, config, {
-      timers: world.timersOf(owner),
-      intervalMs: config.pollIntervalMs,
-      onPolled: () => undefined,
-      onError: (error) =>
-        violations.push(`a poll of ${owner} failed: ${String(error)}`),
-    }).start();
   };
   for (let slot = 0; slot < instanceCount; slot += 1) startInstance(slot, 0);
 
