@@ -165,11 +165,13 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
 
   it('shows the outbox: attempts by result, the backlog and its age, receivers, rows kept', async () => {
     // no ANALYZE: the rows of a table PostgreSQL never analysed are counted too
-    // the outbox's values are read once a while (SNAPSHOT_TTL_MS): the next read has them all
+    // the outbox's values are read once a while (SNAPSHOT_TTL_MS), and PostgreSQL's counts of
+    // live rows reach its statistics up to a second after their commit: a later read has them
     await eventually(
       scrape,
       () =>
         value('plant_store_webhook_deliveries_pending') === 0 &&
+        value('plant_store_table_rows', { table: 'events' }) === 4 &&
         value('plant_store_table_rows', { table: 'webhook_deliveries' }) === 4,
       SNAPSHOT_TTL_MS * 3,
     );
