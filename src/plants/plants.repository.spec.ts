@@ -79,6 +79,37 @@ describe('PlantsRepository', () => {
     expect(await ids({ limit: 10, tag: 'moss' })).toEqual([]);
   });
 
+  it('pages a tag of 256 characters or more by itself, through the long-tag index, whatever shares its start', async () => {
+    const start = 'p'.repeat(256);
+    for (let id = 10n; id < 20n; id += 1n) {
+      await repository.insert(
+        plant(
+          id,
+          `plant ${id}`,
+          id % 3n === 0n ? `${start}wanted` : `${start}${id}`,
+        ),
+      );
+    }
+    const ids = async (query: Parameters<typeof repository.page>[0]) =>
+      (await repository.page(query)).map(({ id }) => id);
+    expect(await ids({ limit: 10, tag: `${start}wanted` })).toEqual([
+      12n,
+      15n,
+      18n,
+    ]);
+    expect(await ids({ limit: 1, tag: `${start}wanted`, after: 12n })).toEqual([
+      15n,
+    ]);
+    expect(await ids({ limit: 10, tag: start })).toEqual([]);
+    const plan = await dataSource.query<{ detail: string }[]>(
+      `EXPLAIN QUERY PLAN ${pageStatements(() => `?`, undefined).longTaggedAfter}`,
+      [`${start}wanted`, 12, 10],
+    );
+    expect(plan.map(({ detail }) => detail).join('\n')).toContain(
+      'IDX_plants_long_tag_id',
+    );
+  });
+
   it('deletes once, and says whether it did', async () => {
     expect(await repository.deleteById(3n)).toBe(true);
     expect(await repository.deleteById(3n)).toBe(false);
