@@ -11,10 +11,16 @@ const { join } = require('node:path');
 
 const ROOT = join(__dirname, '..');
 
+/** `--name value` from the command line, or undefined. */
+function textOption(name) {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? undefined : process.argv[index + 1];
+}
+
 /** `--name value` from the command line as a number, or the fallback. */
 function option(name, fallback) {
-  const index = process.argv.indexOf(`--${name}`);
-  return index === -1 ? fallback : Number(process.argv[index + 1]);
+  const text = textOption(name);
+  return text === undefined ? fallback : Number(text);
 }
 
 function freePort() {
@@ -116,4 +122,4 @@ function postgresDatabase(adminUrl, name) {
   };
 }
 
-module.exports = { ROOT, cliToken, freePort, option, postgresDatabase, startBuiltService };
+module.exports = { ROOT, cliToken, freePort, option, postgresDatabase, startBuiltService, textOption };

@@ -7,7 +7,7 @@
 'use strict';
 const { readFileSync } = require('node:fs');
 const autocannon = require('autocannon');
-const { option, postgresDatabase, startBuiltService } = require('./built-service');
+const { option, postgresDatabase, startBuiltService, textOption } = require('./built-service');
 
 /** Allowed growth of peak RSS from the middle third of the run to the last third. */
 const MAX_GROWTH = 0.1;
@@ -18,13 +18,9 @@ const rssMb = (pid) =>
 async function main() {
   const duration = option('duration', 60);
   const connections = option('connections', 16);
-  const argument = (name) => {
-    const index = process.argv.indexOf(`--${name}`);
-    return index === -1 ? undefined : process.argv[index + 1];
-  };
   const database =
-    argument('database') === 'postgres'
-      ? postgresDatabase(argument('postgres-url') ?? 'postgres://postgres@127.0.0.1:5432/postgres', `plant_store_soak_${process.pid}`)
+    textOption('database') === 'postgres'
+      ? postgresDatabase(textOption('postgres-url') ?? 'postgres://postgres@127.0.0.1:5432/postgres', `plant_store_soak_${process.pid}`)
       : undefined;
   const { base, token, service, stop } = await startBuiltService('soak', {
     RATE_LIMIT_PER_TOKEN: '1000000000',

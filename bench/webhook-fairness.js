@@ -9,7 +9,7 @@
 const { execFileSync } = require('node:child_process');
 const { createServer } = require('node:http');
 const { join } = require('node:path');
-const { ROOT, option, startBuiltService } = require('./built-service');
+const { ROOT, option, startBuiltService, textOption } = require('./built-service');
 
 /** @param {(response: import('node:http').ServerResponse, body: string) => void} answer */
 function startReceiver(answer) {
@@ -107,8 +107,7 @@ async function measure(kind, root, seconds) {
 
 async function main() {
   const seconds = option('seconds', 15);
-  const rootIndex = process.argv.indexOf('--root');
-  const root = rootIndex === -1 ? ROOT : process.argv[rootIndex + 1];
+  const root = textOption('root') ?? ROOT;
   for (const kind of /** @type {const} */ (['slow', 'hanging'])) {
     console.log(JSON.stringify(await measure(kind, root, seconds)));
   }

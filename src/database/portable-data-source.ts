@@ -580,6 +580,7 @@ export class PortableDataSource extends DataSource {
     options?: Parameters<DataSource['runMigrations']>[0],
   ): Promise<Migration[]> {
     this.timeMigrations();
+    this.migrationDurations.clear();
     const runner = this.createQueryRunner();
     let applied: Migration[];
     try {
@@ -679,15 +680,14 @@ export class PortableDataSource extends DataSource {
             this.options.migrationsTransactionMode ??
             'each',
         );
-      // what an attempt that gave way had committed is applied too
-      const appliedBefore = new Set(
-        (await executor().getExecutedMigrations()).map(({ name }) => name),
-      );
       for (let attempt = 1; ; attempt += 1) {
         try {
-          await executor().executePendingMigrations();
+          const applied = await executor().executePendingMigrations();
+          if (attempt === 1) return applied;
+          // an attempt that gave way had committed those before it: applied too, as the
+          // migrations whose `up` ran in this call and are recorded now
           return (await executor().getExecutedMigrations())
-            .filter(({ name }) => !appliedBefore.has(name))
+            .filter(({ name }) => this.migrationDurations.has(name))
             .sort((first, second) => first.timestamp - second.timestamp);
         } catch (error) {
           if (!gaveWayToLiveTraffic(error) || Date.now() > deadline)

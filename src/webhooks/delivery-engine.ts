@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   parseLosslessJson,
   stringifyLosslessJson,
@@ -34,8 +35,11 @@ export const SCAN_PER_LANE = 1000;
  */
 export const CLAIM_MARGIN_MS = 2_000;
 
-/** The first wait before recording an attempt's outcome again, doubling to a second. */
+/** The first wait before recording an attempt's outcome again, doubling up to the next. */
 const RECORD_RETRY_MS = 100;
+
+/** The longest wait between two tries at recording an attempt's outcome. */
+export const RECORD_RETRY_MAX_MS = 1000;
 
 /** How far one answer moves a receiver's recent answer time (an exponential average). */
 const ANSWER_TIME_WEIGHT = 0.3;
@@ -130,7 +134,7 @@ export interface EngineDependencies {
   random?: () => number;
   /** Aborted on shutdown: attempts under way stop, and no new one starts. */
   signal: AbortSignal;
-  /** Waits `ms`: setTimeout, or the simulation's clock. */
+  /** Waits `ms`: a timer (the default), or the simulation's clock. */
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -544,10 +548,12 @@ export class DeliveryEngine {
     record: () => Promise<T>,
   ): Promise<T> {
     const { now, signal } = this.dependencies;
-    const sleep =
-      this.dependencies.sleep ??
-      ((ms: number) => new Promise<void>((done) => setTimeout(done, ms)));
-    for (let waitMs = RECORD_RETRY_MS; ; waitMs = Math.min(2 * waitMs, 1000)) {
+    const sleep = this.dependencies.sleep ?? delay;
+    for (
+      let waitMs = RECORD_RETRY_MS;
+      ;
+      waitMs = Math.min(2 * waitMs, RECORD_RETRY_MAX_MS)
+    ) {
       try {
         return await record();
       } catch (error) {

@@ -235,8 +235,8 @@ export class WebhookMetrics {
    * The rows of the two tables as the engine estimates them, at no cost that grows with them:
    * PostgreSQL's count of live rows, which its statistics keep at every insert and delete,
    * reported by each session up to a second after its commit (the planner's `reltuples` is -1
-   * until a table is first analysed, and only as fresh as the last analyse), SQLite's span of row ids (the ends of its b-tree; rows deleted in between count
-   * until their neighbours go).
+   * until a table is first analysed, and only as fresh as the last analyse); SQLite's span of
+   * row ids (the ends of its b-tree; rows deleted in between count until their neighbours go).
    */
   private async estimatedRows(): Promise<OutboxSnapshot['rows']> {
     if (this.dataSource.options.type === 'postgres') {

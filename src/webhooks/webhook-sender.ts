@@ -99,8 +99,7 @@ export class WebhookSender {
 
     return new Promise((resolve) => {
       const started = performance.now();
-      // the request is written to the socket: the receiver may have it, whatever follows
-      let written = false;
+      // when the request was written to the socket: the receiver may have it, whatever follows
       let writtenAt: number | undefined;
       let settled = false;
       const finish = (outcome: AttemptOutcome) => {
@@ -141,13 +140,12 @@ export class WebhookSender {
             result: 'timeout',
             error: `no answer within ${this.config.timeoutMs} ms`,
             abandoned:
-              !written &&
+              writtenAt === undefined &&
               performance.now() - started > this.config.timeoutMs + STALL_MS,
           }),
         this.config.timeoutMs,
       );
       request.on('finish', () => {
-        written = true;
         writtenAt = performance.now();
       });
       request.on('error', (error: NodeJS.ErrnoException) =>
@@ -157,7 +155,7 @@ export class WebhookSender {
           ...(error.code === 'ENOTPUBLIC'
             ? { result: 'refused', refused: true }
             : { result: 'network_error' }),
-          abandoned: error.code === 'ABORT_ERR' && !written,
+          abandoned: error.code === 'ABORT_ERR' && writtenAt === undefined,
         }),
       );
       request.end(message.body);

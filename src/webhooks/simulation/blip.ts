@@ -1,7 +1,9 @@
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
-import { MemoryDatabase, MemoryDeliveryStore } from './memory-delivery-store';
+import { MemoryDatabase } from './memory-delivery-store';
+import { RECORD_RETRY_MAX_MS } from '../delivery-engine';
 import {
   startSimulatedInstance,
+  STATEMENT_WAIT_MS,
   subscribeReceiver,
 } from './simulated-instance';
 import { seededRandom, World } from './world';
@@ -12,12 +14,6 @@ export interface BlipReport {
   /** Answered requests whose outcome a blip held up, and that were recorded all the same. */
   recordedAfterBlip: number;
 }
-
-/** The longest wait between two tries at recording an outcome (delivery-engine.ts). */
-const LONGEST_RETRY_WAIT_MS = 1000;
-
-/** The longest a simulated statement takes, before and after (MemoryDeliveryStore's `around`). */
-const STATEMENT_MS = 6;
 
 const START = Date.UTC(2026, 10, 30);
 
@@ -62,16 +58,6 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
   const instances = between(1, 3);
   for (let slot = 0; slot < instances; slot += 1) {
     const owner = `instance-${slot}`;
-    const store = new MemoryDeliveryStore(db, {
-      around: () => world.delay(owner, between(0, 3)),
-      record: () => undefined,
-      unavailable,
-      claimed: (ids) => {
-        for (const id of ids) {
-          claimedUntil.set(id, db.deliveries.get(id)!.claimedUntil!.getTime());
-        }
-      },
-    });
     const send = async (message: WebhookMessage): Promise<AttemptOutcome> => {
       await world.delay(owner, between(0, 5));
       const receiver = message.url.slice(message.url.lastIndexOf('/') + 1);
@@ -89,7 +75,18 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
     startSimulatedInstance({
       world,
       owner,
-      store,
+      db,
+      storeHooks: {
+        unavailable,
+        claimed: (ids) => {
+          for (const id of ids) {
+            claimedUntil.set(
+              id,
+              db.deliveries.get(id)!.claimedUntil!.getTime(),
+            );
+          }
+        },
+      },
       send,
       random,
       // an outcome a blip kept from being recorded past its claim is left to the check of
@@ -149,7 +146,7 @@ export async function simulateBlip(seed: number): Promise<BlipReport> {
     const excused = blips.some(
       ([from, to]) =>
         from < request.claimedUntil &&
-        to > request.claimedUntil - LONGEST_RETRY_WAIT_MS - STATEMENT_MS,
+        to > request.claimedUntil - RECORD_RETRY_MAX_MS - 2 * STATEMENT_WAIT_MS,
     );
     if (!excused) {
       violations.push(

@@ -1,10 +1,11 @@
 import { spareSlots, type EngineConfig } from '../delivery-engine';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
-import { MemoryDatabase, MemoryDeliveryStore } from './memory-delivery-store';
+import { MemoryDatabase } from './memory-delivery-store';
 import { pollBound } from './scenario';
 import {
   SIMULATED,
   startSimulatedInstance,
+  STATEMENT_WAIT_MS,
   subscribeReceiver,
 } from './simulated-instance';
 import { seededRandom, World } from './world';
@@ -23,8 +24,8 @@ export interface FairnessReport {
   unhealthyRequests: number;
 }
 
-/** The longest a simulated statement takes (MemoryDeliveryStore's `around`, before and after). */
-const STATEMENT_MS = 2 * 3;
+/** The longest a simulated statement takes: its waits before and after its work. */
+const STATEMENT_MS = 2 * STATEMENT_WAIT_MS;
 
 /** The longest a simulated request takes to reach a receiver, and a healthy one to answer. */
 const SEND_MS = 5;
@@ -131,10 +132,6 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
   const instances = between(1, 3);
   for (let slot = 0; slot < instances; slot += 1) {
     const owner = `instance-${slot}`;
-    const store = new MemoryDeliveryStore(db, {
-      around: () => world.delay(owner, between(0, 3)),
-      record: () => undefined,
-    });
     const send = async (message: WebhookMessage): Promise<AttemptOutcome> => {
       await world.delay(owner, between(0, SEND_MS));
       const id = message.url.slice(message.url.lastIndexOf('/') + 1);
@@ -169,7 +166,7 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
     startSimulatedInstance({
       world,
       owner,
-      store,
+      db,
       send,
       random,
       observer: {

@@ -90,6 +90,25 @@ const POLL_OPERATIONS = new Set<keyof DeliveryStore>([
 const wants = (types: string[] | null, type: string) =>
   types === null || types.includes(type);
 
+/** What a run hears of, and does around, each call of the store. */
+export interface StoreHooks {
+  /** Runs before and after every call. */
+  around: () => Promise<void>;
+  /** While true, calls fail: before their change, or after it committed (answer lost). */
+  unavailable?: () => boolean;
+  record: (call: StoreCall) => void;
+  /** Within the claim itself: what it took, under which token. */
+  claimed?: (ids: Set<string>, token: string) => void;
+  /** Within a withdrawal or a cancellation: the claim whose count it took back. */
+  takenBack?: (delivery: ClaimedDelivery) => void;
+  /** Within a change of a receiver's state: the state before and after. */
+  receiverChanged?: (
+    subscriptionId: string,
+    before: ReceiverState,
+    after: ReceiverState,
+  ) => void;
+}
+
 /**
  * The DeliveryStore over a MemoryDatabase, with the SQL store's semantics: each call is atomic,
  * and `around` runs before and after it, so that the simulation can let time pass, interleave
@@ -99,23 +118,7 @@ const wants = (types: string[] | null, type: string) =>
 export class MemoryDeliveryStore implements DeliveryStore {
   constructor(
     private readonly db: MemoryDatabase,
-    private readonly hooks: {
-      /** Runs before and after every call. */
-      around: () => Promise<void>;
-      /** While true, calls fail: before their change, or after it committed (answer lost). */
-      unavailable?: () => boolean;
-      record: (call: StoreCall) => void;
-      /** Within the claim itself: what it took, under which token. */
-      claimed?: (ids: Set<string>, token: string) => void;
-      /** Within a withdrawal or a cancellation: the claim whose count it took back. */
-      takenBack?: (delivery: ClaimedDelivery) => void;
-      /** Within a change of a receiver's state: the state before and after. */
-      receiverChanged?: (
-        subscriptionId: string,
-        before: ReceiverState,
-        after: ReceiverState,
-      ) => void;
-    },
+    private readonly hooks: StoreHooks,
   ) {}
 
   private async call<T>(

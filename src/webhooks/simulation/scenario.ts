@@ -10,11 +10,7 @@ import type { ReceiverState } from '../delivery-store';
 import { pauseLength } from '../receiver-state';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { STALL_MS } from '../webhook-sender';
-import {
-  MemoryDatabase,
-  MemoryDeliveryStore,
-  type StoreCall,
-} from './memory-delivery-store';
+import { MemoryDatabase, type StoreCall } from './memory-delivery-store';
 import {
   SIMULATED,
   startSimulatedInstance,
@@ -209,36 +205,6 @@ export async function simulate(seed: number): Promise<RunReport> {
     owners[slot] = owner;
     const pollCalls: StoreCall[] = [];
     let inPoll = false;
-    const store = new MemoryDeliveryStore(db, {
-      around: () => world.delay(owner, between(0, 3)),
-      record: (call) => {
-        if (call.poll && inPoll) pollCalls.push(call);
-      },
-      claimed: (ids, token) => {
-        for (const delivery of ids) {
-          claims.push({
-            owner,
-            token,
-            at: world.now,
-            delivery,
-            tried: false,
-            withdrawn: false,
-          });
-        }
-      },
-      takenBack: ({ id, token }) => {
-        claims.find(
-          (claim) => claim.token === token && claim.delivery === id,
-        )!.withdrawn = true;
-      },
-      receiverChanged: (subscriptionId, before, after) =>
-        committed.push({
-          subscriptionId,
-          before: { ...before },
-          after: { ...after },
-          at: world.now,
-        }),
-    });
     const lastClaim = (delivery: string) =>
       claims.findLast(
         (claim) => claim.owner === owner && claim.delivery === delivery,
@@ -298,7 +264,36 @@ export async function simulate(seed: number): Promise<RunReport> {
     const engine = startSimulatedInstance({
       world,
       owner,
-      store,
+      db,
+      storeHooks: {
+        record: (call) => {
+          if (call.poll && inPoll) pollCalls.push(call);
+        },
+        claimed: (ids, token) => {
+          for (const delivery of ids) {
+            claims.push({
+              owner,
+              token,
+              at: world.now,
+              delivery,
+              tried: false,
+              withdrawn: false,
+            });
+          }
+        },
+        takenBack: ({ id, token }) => {
+          claims.find(
+            (claim) => claim.token === token && claim.delivery === id,
+          )!.withdrawn = true;
+        },
+        receiverChanged: (subscriptionId, before, after) =>
+          committed.push({
+            subscriptionId,
+            before: { ...before },
+            after: { ...after },
+            at: world.now,
+          }),
+      },
       send,
       random,
       observer: {

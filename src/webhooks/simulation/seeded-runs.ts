@@ -9,12 +9,7 @@ import { simulate, type RunReport } from './scenario';
  * (docs/testing.md, "CI").
  */
 export function describeSeededRuns(first: number, count: number): void {
-  const seeds = process.env.SIMULATION_SEED
-    ? [Number(process.env.SIMULATION_SEED)]
-    : Array.from(
-        { length: schedulesOf(count, process.env.SIMULATION_SCHEDULES) },
-        (_, index) => first + index,
-      );
+  const seeds = seedsOf(first, count);
   describe('the dispatcher, simulated', () => {
     it(`keeps every invariant over the seeded schedules ${seeds[0]} to ${seeds[seeds.length - 1]}`, async () => {
       const failed: RunReport[] = [];
@@ -41,6 +36,19 @@ export function describeSeededRuns(first: number, count: number): void {
       expect(totals.requests).toBeGreaterThan(many ? seeds.length * 100 : -1);
     }, 120_000);
   });
+}
+
+/**
+ * The seeds a file of simulated runs goes through: `first` to `first + count - 1`, the first
+ * SIMULATION_SCHEDULES of them, or SIMULATION_SEED alone (a replay).
+ */
+export function seedsOf(first: number, count: number): number[] {
+  return process.env.SIMULATION_SEED
+    ? [Number(process.env.SIMULATION_SEED)]
+    : Array.from(
+        { length: schedulesOf(count, process.env.SIMULATION_SCHEDULES) },
+        (_, index) => first + index,
+      );
 }
 
 /** How many of a file's `count` seeds to run: all of them, or SIMULATION_SCHEDULES of them. */

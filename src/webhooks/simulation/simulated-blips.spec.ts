@@ -1,11 +1,10 @@
+import { seedsOf } from './seeded-runs';
 import { simulateBlip } from './blip';
 
 // database blips under steady delivery, over seeded runs; SIMULATION_SEED=<seed> replays one
 describe('the dispatcher, simulated: database blips', () => {
   it('records an answered request once the database answers again, within its claim, instead of sending it again', async () => {
-    const seeds = process.env.SIMULATION_SEED
-      ? [Number(process.env.SIMULATION_SEED)]
-      : Array.from({ length: 200 }, (_, index) => 20_001 + index);
+    const seeds = seedsOf(20_001, 200);
     const failed: string[] = [];
     let recordedAfterBlip = 0;
     for (const seed of seeds) {

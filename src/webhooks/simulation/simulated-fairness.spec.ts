@@ -1,12 +1,11 @@
+import { seedsOf } from './seeded-runs';
 import { simulateFairness } from './fairness';
 
 // a quick receiver's delay beside slow, hanging, flapping and dead ones, over seeded runs;
-// SIMULATION_SEED=<seed> replays one
+// SIMULATION_SEED=<seed> replays one (seeded-runs.ts)
 describe('the dispatcher, simulated: fair to a quick receiver', () => {
   it('delivers each event to a quick receiver within its bound (healthyDelayBound), whatever the receivers beside it do', async () => {
-    const seeds = process.env.SIMULATION_SEED
-      ? [Number(process.env.SIMULATION_SEED)]
-      : Array.from({ length: 200 }, (_, index) => 10_001 + index);
+    const seeds = seedsOf(10_001, 200);
     const failed: string[] = [];
     let longest = 0;
     let unhealthyRequests = 0;

@@ -7,9 +7,10 @@ import {
   type EngineDependencies,
 } from '../delivery-engine';
 import { FRESH_RECEIVER } from '../receiver-state';
-import type {
-  MemoryDatabase,
+import {
   MemoryDeliveryStore,
+  type MemoryDatabase,
+  type StoreHooks,
 } from './memory-delivery-store';
 import type { World } from './world';
 
@@ -29,16 +30,22 @@ export const SIMULATED: EngineConfig & Pick<WebhooksConfig, 'pollIntervalMs'> =
     pauseMs: 1000,
   };
 
+/** The longest a simulated statement waits before, and again after, its work. */
+export const STATEMENT_WAIT_MS = 3;
+
 /**
- * A simulated instance: the dispatcher's own engine and loop on `store`, living in `world` as
- * `owner` (its timers, its waits), with the simulated settings. The observer's calls that a run
- * does not pass are ignored; `onPollError` hears of every failed poll. The engine is returned
- * before its first poll, which the world runs later: a run may still wrap its `poll`.
+ * A simulated instance: the dispatcher's own engine and loop on `db`, living in `world` as
+ * `owner` (its timers, its waits), with the simulated settings. Each statement waits up to
+ * STATEMENT_WAIT_MS before and after its work; `storeHooks` hear of the rest. The observer's
+ * calls that a run does not pass are ignored; `onPollError` hears of every failed poll. The
+ * engine is returned before its first poll, which the world runs later: a run may still wrap
+ * its `poll`.
  */
 export function startSimulatedInstance({
   world,
   owner,
-  store,
+  db,
+  storeHooks = {},
   send,
   random,
   observer = {},
@@ -46,12 +53,19 @@ export function startSimulatedInstance({
 }: {
   world: World;
   owner: string;
-  store: MemoryDeliveryStore;
+  db: MemoryDatabase;
+  storeHooks?: Partial<Omit<StoreHooks, 'around'>>;
   send: EngineDependencies['send'];
   random: () => number;
   observer?: Partial<DispatchObserver>;
   onPollError: (error: unknown) => void;
 }): DeliveryEngine {
+  const store = new MemoryDeliveryStore(db, {
+    around: () =>
+      world.delay(owner, Math.floor(random() * (STATEMENT_WAIT_MS + 1))),
+    record: () => undefined,
+    ...storeHooks,
+  });
   const engine = new DeliveryEngine({
     store,
     send,
