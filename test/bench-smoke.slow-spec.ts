@@ -133,7 +133,9 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       expect(figures.delivered).toBe(figures.backlog);
       expect(figures.deliveriesPerSecond).toBeGreaterThan(0);
       expect(figures.slowReceiverMaxOpen).toBeGreaterThan(0);
-      expect(figures.slowReceiverMaxOpen).toBeLessThanOrEqual(16);
+      // WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION's default: half of the 64 slots (the build
+      // measured against may have had a quarter)
+      expect(figures.slowReceiverMaxOpen).toBeLessThanOrEqual(32);
     }
     expect(stdout).toMatch(/deliveries\/s to the fast receiver/);
   });

@@ -429,15 +429,16 @@ describe('the environment schema', () => {
     ).toThrow(/got "mysql:\/\/\*\*\*@db\/plants"$/);
   });
 
-  it('reads the per-subscription share of webhook slots, a quarter by default and never more than all', () => {
+  it('reads the per-subscription share of webhook slots, half by default and never more than all', () => {
     expect(
       readWebhooksConfig({ WEBHOOKS_MAX_IN_FLIGHT: '10' })
         .maxInFlightPerSubscription,
-    ).toBe(2);
+    ).toBe(5);
     expect(
       readWebhooksConfig({ WEBHOOKS_MAX_IN_FLIGHT: '3' })
         .maxInFlightPerSubscription,
     ).toBe(1);
+    expect(readWebhooksConfig({}).maxInFlightPerSubscription).toBe(32);
     expect(
       readWebhooksConfig({
         WEBHOOKS_MAX_IN_FLIGHT: '8',

@@ -19,6 +19,8 @@ export interface WebhooksConfig {
   maxInFlight: number;
   /** Of those, for one subscription: a slow receiver holds this many slots and no more. */
   maxInFlightPerSubscription: number;
+  /** A subscription whose oldest undelivered event is older than this is logged as lagging. */
+  lagWarnMs: number;
   /** Failed attempts in a row after which a subscription is paused. */
   failuresBeforePause: number;
   /** Its first pause, doubling after each failed probe up to retryMaxDelayMs. */
@@ -35,7 +37,7 @@ export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
   const maxInFlight = read.WEBHOOKS_MAX_IN_FLIGHT;
   const perSubscription =
     read.WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION ??
-    Math.max(1, Math.floor(maxInFlight / 4));
+    Math.max(1, Math.floor(maxInFlight / 2));
   const timeoutMs = read.WEBHOOKS_TIMEOUT;
   const slowMs = read.WEBHOOKS_SLOW ?? Math.floor(timeoutMs / 2);
   if (slowMs >= timeoutMs) {
@@ -58,6 +60,7 @@ export function readWebhooksConfig(env: NodeJS.ProcessEnv): WebhooksConfig {
     pollIntervalMs: read.WEBHOOKS_POLL_INTERVAL,
     maxInFlight,
     maxInFlightPerSubscription: perSubscription,
+    lagWarnMs: read.WEBHOOKS_LAG_WARN,
     failuresBeforePause: read.WEBHOOKS_FAILURES_BEFORE_PAUSE,
     pauseMs: read.WEBHOOKS_PAUSE,
     retentionMs: read.EVENTS_RETENTION,

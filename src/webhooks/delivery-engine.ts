@@ -35,6 +35,14 @@ export const SCAN_PER_LANE = 1000;
  */
 export const CLAIM_MARGIN_MS = 2_000;
 
+/**
+ * Attempts claimed ahead of a lane's slots, at most, as a multiple of the attempts it may have
+ * in flight. A lane claims as many ahead as it is expected to start within half its claim's
+ * margin (aheadDepth): each then starts as one of its attempts is answered, not at the next
+ * poll, with most of its margin left.
+ */
+export const CLAIM_AHEAD_FACTOR = 12;
+
 /** The first wait before recording an attempt's outcome again, doubling up to the next. */
 const RECORD_RETRY_MS = 100;
 
@@ -146,6 +154,16 @@ interface Planned {
   probe: boolean;
 }
 
+/** An attempt claimed, with its event, waiting for a slot of its lane. */
+interface Ready {
+  delivery: ClaimedDelivery;
+  lane: Lane;
+  event: EventToSend | undefined;
+  epoch: number;
+  probe: boolean;
+  onAttemptEnd?: (replaced: boolean) => void;
+}
+
 /**
  * The webhook dispatcher's work, apart from its timers (webhook-dispatcher.service.ts) and its
  * storage (delivery-store.ts), so that the simulation runs this very code against an
@@ -160,12 +178,19 @@ interface Planned {
  * A paused subscription costs a poll nothing; its cursor waits.
  */
 export class DeliveryEngine {
+  /** Every attempt until its outcome is recorded, by delivery. */
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Attempts holding a slot: sent and not yet answered with success (or failed and not yet recorded). */
+  private slotsTaken = 0;
   private readonly inFlightByLane = new Map<string, number>();
   /** Lanes whose failures this instance counted since it last cleared them. */
   private readonly failing = new Set<string>();
   /** Each lane's receiver's recent answer time, in ms, as this instance timed it. */
   private readonly answerTimes = new Map<string, number>();
+  /** Attempts claimed ahead, by lane, oldest first (CLAIM_AHEAD_FACTOR). */
+  private readonly claimedAhead = new Map<string, Ready[]>();
+  /** The attempts a lane may have in flight, as the last poll shared the slots. */
+  private readonly allowance = new Map<string, number>();
   private readonly token: () => string;
   private readonly random: () => number;
 
@@ -176,16 +201,21 @@ export class DeliveryEngine {
   }
 
   get attemptsInFlight(): number {
-    return this.inFlight.size;
+    return this.slotsTaken;
   }
 
-  /** Every attempt under way, settled. */
+  /** Every attempt under way settled, and those claimed ahead given back. */
   async drained(): Promise<void> {
-    await Promise.allSettled([...this.inFlight.values()]);
+    await Promise.allSettled([
+      ...this.inFlight.values(),
+      ...[...this.claimedAhead.keys()].map((laneId) =>
+        this.giveBackAhead(laneId),
+      ),
+    ]);
   }
 
   private freeSlots(): number {
-    return this.dependencies.config.maxInFlight - this.inFlight.size;
+    return this.dependencies.config.maxInFlight - this.slotsTaken;
   }
 
   /**
@@ -202,27 +232,32 @@ export class DeliveryEngine {
    *   than the other slots divided among them (fairShare), and a lane's own limit shrinks
    *   with its receiver's answer time (laneLimit).
    */
-  async poll(onAttemptEnd?: () => void): Promise<{ backlog: boolean }> {
+  async poll(
+    onAttemptEnd?: (replaced: boolean) => void,
+  ): Promise<{ backlog: boolean }> {
     const { store, signal, config } = this.dependencies;
     if (signal.aborted) return { backlog: false };
     const head = await store.sequence(SEQUENCE_BATCH);
-    const free = this.freeSlots();
-    if (free <= 0) return { backlog: true };
-    const spare = spareSlots(config.maxInFlight);
+    if (this.freeSlots() <= 0) return { backlog: true };
     const lanes = shuffled(await store.lanes(), this.random);
     const now = new Date(this.dependencies.now());
+    await this.giveBackAheadOfOthers(lanes, now);
+    this.startAhead([...this.claimedAhead.keys()]);
+    const free = this.freeSlots();
+    const spare = spareSlots(config.maxInFlight);
     const planned: Planned[] = [];
     const offers: {
       lane: Lane;
       busy: number;
       deliveries: PendingDelivery[];
     }[] = [];
-    let backlog = false;
+    let backlog = this.claimedAhead.size > 0;
     let withWork = 0;
     for (const lane of lanes) {
       const condition = conditionOf(lane.receiver, now);
       const busy = this.inFlightByLane.get(lane.id) ?? 0;
-      if (busy > 0) withWork += 1;
+      const ahead = this.claimedAhead.get(lane.id)?.length ?? 0;
+      if (busy > 0 || ahead > 0) withWork += 1;
       if (condition === 'paused' || condition === 'probing') continue;
       if (condition === 'probe-due') {
         if (busy === 0 && free - planned.length > spare) {
@@ -234,7 +269,11 @@ export class DeliveryEngine {
         }
         continue;
       }
-      const room = this.laneLimit(lane.id) - busy;
+      const limit = this.laneLimit(lane.id);
+      // to start now, then to claim ahead
+      const room =
+        Math.max(0, limit - busy - ahead) +
+        (this.claimsAhead(lane, now) ? this.aheadDepth(lane.id) - ahead : 0);
       if (room <= 0) {
         backlog = true;
         continue;
@@ -242,10 +281,14 @@ export class DeliveryEngine {
       const taken = await this.dueOf(lane, head, now, room);
       if (taken.more) backlog = true;
       if (taken.deliveries.length === 0) continue;
-      if (busy === 0) withWork += 1;
-      offers.push({ lane, busy, deliveries: taken.deliveries });
+      if (busy === 0 && ahead === 0) withWork += 1;
+      offers.push({ lane, busy: busy + ahead, deliveries: taken.deliveries });
     }
     const share = fairShare(config.maxInFlight, withWork);
+    this.allowance.clear();
+    for (const lane of lanes) {
+      this.allowance.set(lane.id, Math.min(share, this.laneLimit(lane.id)));
+    }
     let available = free - planned.length;
     // the first attempts of quick lanes with none in flight, from any free slot
     const grants = offers.map(({ lane, busy }) => {
@@ -254,6 +297,7 @@ export class DeliveryEngine {
       return 1;
     });
     // then every lane up to its share, leaving the spare slots free
+    const claimAhead: Planned[] = [];
     offers.forEach(({ lane, busy, deliveries }, index) => {
       const wanted = Math.min(deliveries.length, share - busy);
       const more = Math.max(
@@ -262,18 +306,100 @@ export class DeliveryEngine {
       );
       grants[index] += more;
       available -= more;
+      const plan = (delivery: PendingDelivery) => ({
+        delivery,
+        lane,
+        epoch: lane.receiver.epoch,
+        probe: false,
+      });
+      planned.push(...deliveries.slice(0, grants[index]).map(plan));
+      const ahead = this.claimsAhead(lane, now)
+        ? deliveries.slice(
+            grants[index],
+            grants[index] + this.aheadDepth(lane.id) - this.aheadOf(lane.id),
+          )
+        : [];
+      claimAhead.push(...ahead.map(plan));
       if (grants[index] < deliveries.length) backlog = true;
-      for (const delivery of deliveries.slice(0, grants[index])) {
-        planned.push({
-          delivery,
-          lane,
-          epoch: lane.receiver.epoch,
-          probe: false,
-        });
-      }
     });
-    await this.start(planned, onAttemptEnd);
+    await this.start(planned, claimAhead, onAttemptEnd);
     return { backlog };
+  }
+
+  /** Whether a lane's next attempts are claimed ahead of its slots: a healthy, fast receiver. */
+  private claimsAhead(lane: Lane, now: Date): boolean {
+    return (
+      conditionOf(lane.receiver, now) === 'healthy' &&
+      this.isQuick(lane) &&
+      this.aheadDepth(lane.id) > 0
+    );
+  }
+
+  /**
+   * How many attempts a lane claims ahead: those its slots start, one answer at a time, within
+   * half a claim's margin, CLAIM_AHEAD_FACTOR times its limit at most; none before its
+   * receiver has answered.
+   */
+  private aheadDepth(laneId: string): number {
+    const answerMs = this.answerTimes.get(laneId);
+    if (answerMs === undefined) return 0;
+    const limit = this.laneLimit(laneId);
+    const rounds = Math.min(
+      CLAIM_AHEAD_FACTOR,
+      Math.floor(CLAIM_MARGIN_MS / 2 / Math.max(1, answerMs)),
+    );
+    return limit * rounds;
+  }
+
+  /**
+   * Gives back what is claimed ahead for lanes that no longer claim ahead (slower now, failing,
+   * paused) or are gone.
+   */
+  private async giveBackAheadOfOthers(lanes: Lane[], now: Date): Promise<void> {
+    const claiming = new Set(
+      lanes.filter((lane) => this.claimsAhead(lane, now)).map(({ id }) => id),
+    );
+    await Promise.all(
+      [...this.claimedAhead.keys()]
+        .filter((laneId) => !claiming.has(laneId))
+        .map((laneId) => this.giveBackAhead(laneId)),
+    );
+  }
+
+  private aheadOf(laneId: string): number {
+    return this.claimedAhead.get(laneId)?.length ?? 0;
+  }
+
+  /**
+   * Starts attempts claimed ahead, of each of the lanes, while the lane is within its share
+   * and the spare slots stay free; a lane with none in flight may take a spare slot, as its
+   * first attempt would (claimed ahead, its receiver is quick).
+   */
+  private startAhead(laneIds: Iterable<string>): number {
+    const spare = spareSlots(this.dependencies.config.maxInFlight);
+    let started = 0;
+    for (const laneId of laneIds) {
+      const queue = this.claimedAhead.get(laneId);
+      while (queue?.length && !this.dependencies.signal.aborted) {
+        const busy = this.inFlightByLane.get(laneId) ?? 0;
+        const free = this.freeSlots();
+        if (busy >= (this.allowance.get(laneId) ?? 0)) break;
+        if (free <= spare && (busy > 0 || free <= 0)) break;
+        this.launch(queue.shift()!);
+        started += 1;
+      }
+      if (queue?.length === 0) this.claimedAhead.delete(laneId);
+    }
+    return started;
+  }
+
+  /** A lane's attempts claimed ahead, given back unsent: their counts taken back. */
+  private async giveBackAhead(laneId: string): Promise<void> {
+    const queue = this.claimedAhead.get(laneId) ?? [];
+    this.claimedAhead.delete(laneId);
+    await Promise.allSettled(
+      queue.map(({ delivery }) => this.dependencies.store.withdraw(delivery)),
+    );
   }
 
   /** A receiver that has not failed since its last success and answers within WEBHOOKS_SLOW. */
@@ -393,9 +519,10 @@ export class DeliveryEngine {
 
   private async start(
     planned: Planned[],
-    onAttemptEnd?: () => void,
+    claimAhead: Planned[],
+    onAttemptEnd?: (replaced: boolean) => void,
   ): Promise<void> {
-    const waiting = planned.filter(
+    const waiting = [...planned, ...claimAhead].filter(
       ({ delivery }) => !this.inFlight.has(delivery.id),
     );
     if (waiting.length === 0) return;
@@ -416,30 +543,50 @@ export class DeliveryEngine {
       claimedAt,
       until,
     );
-    for (const { delivery, lane, epoch, probe } of waiting) {
+    const startNow = new Set(planned);
+    for (const planning of waiting) {
+      const { delivery, lane } = planning;
       if (!claimed.has(delivery.id)) continue;
-      const held: ClaimedDelivery = { ...delivery, token, claimedUntil: until };
-      this.track(lane.id, +1);
-      const attempt = this.attempt(
-        held,
-        lane,
-        events.get(delivery.eventId),
-        epoch,
-        probe,
-      )
-        .catch((error: unknown) => {
-          // its claim runs out, and the delivery is attempted again: at least once
-          if (!this.dependencies.signal.aborted) {
-            this.dependencies.observer.attemptFailed(held, error);
-          }
-        })
-        .finally(() => {
-          this.inFlight.delete(delivery.id);
-          this.track(lane.id, -1);
-          onAttemptEnd?.();
-        });
-      this.inFlight.set(delivery.id, attempt);
+      const ready: Ready = {
+        ...planning,
+        delivery: { ...delivery, token, claimedUntil: until },
+        event: events.get(delivery.eventId),
+        onAttemptEnd,
+      };
+      if (startNow.has(planning)) {
+        this.launch(ready);
+      } else {
+        const queue = this.claimedAhead.get(lane.id) ?? [];
+        queue.push(ready);
+        this.claimedAhead.set(lane.id, queue);
+      }
     }
+  }
+
+  private launch(ready: Ready): void {
+    const { delivery, lane, event, epoch, probe, onAttemptEnd } = ready;
+    this.slotsTaken += 1;
+    this.track(lane.id, +1);
+    let held = true;
+    const freeSlot = () => {
+      if (!held) return;
+      held = false;
+      this.slotsTaken -= 1;
+      this.track(lane.id, -1);
+      onAttemptEnd?.(this.startAhead([lane.id]) > 0);
+    };
+    const attempt = this.attempt(delivery, lane, event, epoch, probe, freeSlot)
+      .catch((error: unknown) => {
+        // its claim runs out, and the delivery is attempted again: at least once
+        if (!this.dependencies.signal.aborted) {
+          this.dependencies.observer.attemptFailed(delivery, error);
+        }
+      })
+      .finally(() => {
+        this.inFlight.delete(delivery.id);
+        freeSlot();
+      });
+    this.inFlight.set(delivery.id, attempt);
   }
 
   private track(laneId: string, change: 1 | -1): void {
@@ -459,6 +606,7 @@ export class DeliveryEngine {
     event: EventToSend | undefined,
     epoch: number,
     probe: boolean,
+    freeSlot: () => void,
   ): Promise<void> {
     const { store, config, signal } = this.dependencies;
     if (!event) {
@@ -503,6 +651,9 @@ export class DeliveryEngine {
     const ended = new Date(this.dependencies.now());
     if (outcome.delivered) {
       this.noteAnswer(lane.id, outcome.answerMs ?? ended.getTime() - started);
+      // the receiver is done with it: its slot is free while the outcome is recorded (a
+      // failure holds its slot until it is counted, so that a failing receiver gets no more)
+      if (!probe) freeSlot();
     }
     const retryAt =
       outcome.delivered || outcome.refused
@@ -691,13 +842,17 @@ export interface LoopOptions {
 /**
  * When the engine polls: after WEBHOOKS_POLL_INTERVAL while idle; under a backlog, as soon as
  * a poll ends wanting more and as attempts end, once enough slots are free for one poll to
- * fill them, so that a backlog drains at the receivers' pace. One poll runs at a time.
+ * fill them (or enough attempts claimed ahead have taken the slots of those that ended for
+ * one poll to top them up), so that a backlog drains at the receivers' pace. One poll runs at
+ * a time.
  */
 export class DispatchLoop {
   private timer: unknown;
   private polling = false;
   /** A slot freed while a poll ran: poll again as soon as it ends. */
   private pollAgain = false;
+  /** Attempts that ended since the last poll began and were replaced by one claimed ahead. */
+  private replaced = 0;
   private backlog = false;
   private stopped = false;
   /** The poll running now, which stop() waits for. */
@@ -739,14 +894,15 @@ export class DispatchLoop {
     }
     this.polling = true;
     this.pollAgain = false;
+    this.replaced = 0;
     this.running = this.pollOnce();
     await this.running;
   }
 
   private async pollOnce(): Promise<void> {
     try {
-      ({ backlog: this.backlog } = await this.engine.poll(() =>
-        this.attemptEnded(),
+      ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
+        this.attemptEnded(replaced),
       ));
       this.options.onPolled();
     } catch (error) {
@@ -760,8 +916,18 @@ export class DispatchLoop {
     }
   }
 
-  private attemptEnded(): void {
+  /**
+   * An attempt's slot came free. One an attempt claimed ahead took at once needs no poll: a
+   * poll tops those up once a refill batch of them has started.
+   */
+  private attemptEnded(replaced: boolean): void {
+    if (!this.backlog) return;
+    if (replaced) {
+      this.replaced += 1;
+      if (this.replaced >= this.refillBatch()) void this.poll();
+      return;
+    }
     const free = this.config.maxInFlight - this.engine.attemptsInFlight;
-    if (this.backlog && free >= this.refillBatch()) void this.poll();
+    if (free >= this.refillBatch()) void this.poll();
   }
 }

@@ -162,4 +162,4 @@ export interface DeliveryStore {
  * Pending deliveries a subscription may have at once, as a multiple of its in-flight share:
  * past it, its events wait in the log (its cursor stays), not as rows.
  */
-export const PENDING_CAP_FACTOR = 4;
+export const PENDING_CAP_FACTOR = 24;

@@ -49,6 +49,9 @@ export function dueDeliveriesOf(
     .limit(limit);
 }
 
+/** Settlements written by one statement at most (7 parameters each). */
+export const SETTLE_BATCH = 500;
+
 /** A delivery's `webhook-id`: `msg_`, its event's time in ms (12 hex digits), 80 random bits. */
 export function deliveryId(eventCreatedAt: Date): string {
   return `msg_${eventCreatedAt.getTime().toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
@@ -80,6 +83,14 @@ export class SqlDeliveryStore implements DeliveryStore {
 
   async sequence(limit: number): Promise<bigint> {
     const $ = this.log.parameter;
+    if (this.postgres) {
+      // the statements below in one round trip (the EventSequencing migration)
+      const [{ row }] = await this.log.selectWithRows(
+        `SELECT events_sequence(${$(1)}) AS "head"`,
+        [limit],
+      );
+      return BigInt(row.head as string | bigint);
+    }
     // idle, the usual case: one read, no lock
     const [{ row }] = await this.log.selectWithRows(
       `SELECT "last_seq", EXISTS (SELECT 1 FROM "events" WHERE "seq" IS NULL) AS "waiting" FROM "event_log" WHERE "id" = 1`,
@@ -256,16 +267,66 @@ export class SqlDeliveryStore implements DeliveryStore {
     );
   }
 
-  async settle(
-    delivery: ClaimedDelivery,
-    settlement: Settlement,
-  ): Promise<boolean> {
+  /**
+   * Settlements are written together: those asked for while one statement of them runs wait
+   * for it and go in the next, SETTLE_BATCH at most a statement. A receiver answering quickly
+   * under load then costs a statement per batch, not one per delivery.
+   */
+  settle(delivery: ClaimedDelivery, settlement: Settlement): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.settling.push({ delivery, settlement, resolve, reject });
+      if (!this.writingSettlements) void this.writeSettlements();
+    });
+  }
+
+  private readonly settling: {
+    delivery: ClaimedDelivery;
+    settlement: Settlement;
+    resolve: (own: boolean) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
+
+  private writingSettlements = false;
+
+  private async writeSettlements(): Promise<void> {
+    this.writingSettlements = true;
+    while (this.settling.length > 0) {
+      const batch = this.settling.splice(0, SETTLE_BATCH);
+      try {
+        const own = await this.settleAll(batch);
+        for (const { delivery, resolve } of batch)
+          resolve(own.has(delivery.id));
+      } catch (error) {
+        for (const { reject } of batch) reject(error);
+      }
+    }
+    this.writingSettlements = false;
+  }
+
+  /** Each delivery's outcome, where its claim is still the caller's own: the ids it was. */
+  private async settleAll(
+    batch: readonly { delivery: ClaimedDelivery; settlement: Settlement }[],
+  ): Promise<Set<string>> {
     const $ = this.deliveries.parameter;
-    const changed = await this.deliveries.execute(
-      `UPDATE "webhook_deliveries" SET "status" = ${$(3)}, "next_attempt_at" = ${$(4)}, "last_attempt_at" = ${$(5)}, ` +
-        `"last_status_code" = ${$(6)}, "last_error" = ${$(7)}, "claimed_until" = NULL, "claim_token" = NULL ` +
-        `WHERE "id" = ${$(1)} AND "claim_token" = ${$(2)} AND "status" = 'pending'`,
-      [
+    // PostgreSQL types a VALUES list's parameters as text unless told
+    const cast = (placeholder: string, type: string) =>
+      this.postgres ? `CAST(${placeholder} AS ${type})` : placeholder;
+    const rows = batch.map((_item, index) => {
+      const at = (offset: number) => $(7 * index + offset);
+      return (
+        `(${at(1)}, ${at(2)}, ${at(3)}, ${cast(at(4), 'timestamptz')}, ` +
+        `${cast(at(5), 'timestamptz')}, ${cast(at(6), 'integer')}, ${at(7)})`
+      );
+    });
+    const settled = await this.deliveries.select(
+      `WITH "outcome" ("delivery_id", "token", "new_status", "due_at", "attempted_at", "status_code", "error") ` +
+        `AS (VALUES ${rows.join(', ')}) ` +
+        `UPDATE "webhook_deliveries" SET "status" = "outcome"."new_status", "next_attempt_at" = "outcome"."due_at", ` +
+        `"last_attempt_at" = "outcome"."attempted_at", "last_status_code" = "outcome"."status_code", ` +
+        `"last_error" = "outcome"."error", "claimed_until" = NULL, "claim_token" = NULL FROM "outcome" ` +
+        `WHERE "id" = "outcome"."delivery_id" AND "claim_token" = "outcome"."token" AND "status" = 'pending' ` +
+        `RETURNING "id"`,
+      batch.flatMap(({ delivery, settlement }) => [
         delivery.id,
         delivery.token,
         settlement.status,
@@ -273,9 +334,9 @@ export class SqlDeliveryStore implements DeliveryStore {
         this.deliveries.stored('lastAttemptAt', settlement.lastAttemptAt),
         settlement.lastStatusCode,
         settlement.lastError,
-      ],
+      ]),
     );
-    return changed > 0;
+    return new Set(settled.map(({ id }) => id));
   }
 
   async cancel(delivery: ClaimedDelivery): Promise<void> {
