@@ -21,6 +21,7 @@ const ARTIFACTS = join(ROOT, 'test-artifacts');
 interface Panel {
   title: string;
   type: string;
+  gridPos: { x: number; y: number; w: number; h: number };
   targets: { expr: string; legendFormat?: string }[];
 }
 const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
@@ -80,11 +81,24 @@ describe('the Grafana dashboard (deploy/grafana/plant-store.json)', () => {
       /plant_store_webhook_oldest_pending_age_seconds/,
     ],
     ['process memory', /memory/i, /process_resident_memory_bytes/],
+    [
+      'webhook delivery lag',
+      /delivery lag/i,
+      /plant_store_webhook_lag_seconds/,
+    ],
   ])('has a panel for %s', (_what, title, expr) => {
     const panel = dashboard.panels.find((each) => title.test(each.title));
     expect(panel).toBeDefined();
     expect(panel!.type).toBe('timeseries');
     expect(panel!.targets.some((target) => expr.test(target.expr))).toBe(true);
+  });
+
+  it('shows webhook delivery lag first: top left, the whole width', () => {
+    const [first] = [...dashboard.panels].sort(
+      (a, b) => a.gridPos.y - b.gridPos.y || a.gridPos.x - b.gridPos.x,
+    );
+    expect(first.title).toMatch(/delivery lag/i);
+    expect(first.gridPos).toMatchObject({ x: 0, y: 0, w: 24 });
   });
 
   it('asks Prometheus through a data source variable, and names every series', () => {
@@ -108,6 +122,7 @@ const DATABASE_WIDE = [
   'plant_store_webhook_deliveries_pending',
   'plant_store_webhook_backlog_events',
   'plant_store_webhook_oldest_pending_age_seconds',
+  'plant_store_webhook_lag_seconds',
   'plant_store_webhook_subscriptions',
 ];
 

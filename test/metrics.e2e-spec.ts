@@ -185,6 +185,7 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
     ).toHaveLength(1);
     expect(value('plant_store_webhook_deliveries_pending')).toBe(0);
     expect(value('plant_store_webhook_oldest_pending_age_seconds')).toBe(0);
+    expect(value('plant_store_webhook_lag_seconds')).toBe(0);
     expect(
       value('plant_store_webhook_subscriptions', { state: 'healthy' }),
     ).toBe(1);

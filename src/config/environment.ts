@@ -532,7 +532,12 @@ export const ENVIRONMENT_SCHEMA = z.object({
   WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: variable(
     integer(1, 10_000),
     undefined,
-    'Of those, for one subscription; unset, a quarter of WEBHOOKS_MAX_IN_FLIGHT',
+    'Of those, for one subscription; unset, half of WEBHOOKS_MAX_IN_FLIGHT',
+  ),
+  WEBHOOKS_LAG_WARN: variable(
+    duration(),
+    '1m',
+    'A subscription whose oldest undelivered event is older than this is logged as lagging (a warn line), and again once it has caught up',
   ),
   WEBHOOKS_FAILURES_BEFORE_PAUSE: variable(
     integer(1, 1000),

@@ -5,6 +5,7 @@ import { DatabaseAvailability } from '../database/database-availability';
 import { EventLog } from '../events/event-log.entity';
 import { Metrics } from '../metrics/metrics';
 import { conditionOf } from './receiver-state';
+import { lagOf, subscriptionLags } from './webhook-lag';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
@@ -12,6 +13,7 @@ interface OutboxSnapshot {
   pending: number;
   backlog: number;
   oldestPendingAgeSeconds: number;
+  lagSeconds: number;
   subscriptions: { healthy: number; failing: number; paused: number };
   rows: { events: number; webhook_deliveries: number };
   /** When it was read (ms). */
@@ -34,10 +36,11 @@ const PENDING_COUNTED = 100_000;
 /**
  * The outbox as Prometheus sees it, read from the database when scraped (never on the request
  * path), at a cost that does not grow with the tables (docs/observability.md): pending
- * deliveries through the index of pending rows (a few per subscription by construction), the
+ * deliveries through the index of pending rows (a cap per subscription by construction), the
  * oldest through the index by status and age, the subscriptions (100 at most) with the log's
- * head for the events that wait past their cursors, and the tables' rows as the engines
- * estimate them. Scrapes within SNAPSHOT_TTL_MS share one read. While the database does not
+ * head for the events that wait past their cursors, each subscription's lag (webhook-lag.ts,
+ * through the same indexes and the log's order), and the tables' rows as the engines estimate
+ * them. Scrapes within SNAPSHOT_TTL_MS share one read. While the database does not
  * answer, a scrape still answers: the last values, their age, and `plant_store_database_up` 0.
  */
 @Injectable()
@@ -82,6 +85,16 @@ export class WebhookMetrics {
       async function () {
         const snapshot = await read();
         if (snapshot) this.set(snapshot.oldestPendingAgeSeconds);
+        else this.reset();
+      },
+    );
+    metrics.gauge(
+      'plant_store_webhook_lag_seconds',
+      'Age of the oldest event an active subscription is owed and has not received (a pending delivery, or an event of its types past its cursor), the most of any; 0 when none is owed',
+      [],
+      async function () {
+        const snapshot = await read();
+        if (snapshot) this.set(snapshot.lagSeconds);
         else this.reset();
       },
     );
@@ -219,12 +232,15 @@ export class WebhookMetrics {
       ] += 1;
       if (head > subscription.cursor) backlog += head - subscription.cursor;
     }
+    const lags = await subscriptionLags(this.dataSource);
     return {
       pending: Number(pending),
       backlog: Number(backlog),
       oldestPendingAgeSeconds: oldest
         ? Math.max(0, (now.getTime() - oldest.createdAt.getTime()) / 1000)
         : 0,
+      lagSeconds:
+        Math.max(0, ...lags.map((lag) => lagOf(lag, now.getTime()))) / 1000,
       subscriptions,
       rows: await this.estimatedRows(),
       at: now.getTime(),

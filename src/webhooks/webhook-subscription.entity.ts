@@ -115,4 +115,11 @@ export class WebhookSubscription {
    */
   @Int64Column({ default: 0 })
   cursor!: bigint;
+
+  /**
+   * Since when its oldest undelivered event has been older than WEBHOOKS_LAG_WARN, as the
+   * instance that saw it first wrote (webhook-lag.ts); null while it keeps up.
+   */
+  @Column({ name: 'lagging_since', type: Date, nullable: true })
+  laggingSince!: Date | null;
 }

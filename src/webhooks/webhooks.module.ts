@@ -2,13 +2,15 @@ import { Module } from '@nestjs/common';
 import { RetentionService } from './retention.service';
 import { SqlDeliveryStore } from './sql-delivery-store';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
+import { WebhookLagWatch } from './webhook-lag';
 import { WebhookMetrics } from './webhook-metrics';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
 
 /**
- * Webhooks: subscriptions over HTTP, the dispatcher that sends what the outbox holds, and the
- * retention that keeps the outbox and the delivery history bounded.
+ * Webhooks: subscriptions over HTTP, the dispatcher that sends what the outbox holds, the
+ * retention that keeps the outbox and the delivery history bounded, and the watch that logs a
+ * subscription falling behind.
  */
 @Module({
   imports: [WebhookSubscriptionsModule],
@@ -18,6 +20,7 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
     WebhookDispatcher,
     RetentionService,
     WebhookMetrics,
+    WebhookLagWatch,
   ],
 })
 export class WebhooksModule {}
