@@ -52,6 +52,8 @@ describeWithPostgres('instances started together on one database', () => {
             type: 'postgres',
             url: database.url,
             migrations: postgresMigrations.slice(0, alreadyApplied),
+            // as the service runs them: a migration may run outside a transaction
+            migrationsTransactionMode: 'each',
           });
           await outdated.initialize();
           await outdated.runMigrations();
