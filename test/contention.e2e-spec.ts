@@ -140,7 +140,7 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
       [],
     ],
     // retries of conflicting transactions and deadlocks can outlast the bound: each of those
-    // is the honest 503, nothing changed (bench/README.md, "Contention")
+    // is the honest 503, nothing changed (bench/README.md, "Issue 34")
     [
       'at SERIALIZABLE, with the rule or 503 busy, never another 5xx',
       '/fixture-transfers/serializable',

@@ -20,6 +20,56 @@ const DOCS = readdirSync(join(ROOT, 'docs'))
   .map((name) => join(ROOT, 'docs', name));
 const read = (file: string) => readFileSync(file, 'utf8');
 
+/** The pages a reader is sent to: the README, CONTRIBUTING, docs/ and the benchmarks' notes. */
+const PAGES = [
+  README,
+  join(ROOT, 'CONTRIBUTING.md'),
+  ...DOCS,
+  join(ROOT, 'bench', 'README.md'),
+];
+
+/** Every file of a folder, recursively, whose name ends with `suffix`. */
+function filesUnder(folder: string, suffix: string): string[] {
+  return readdirSync(join(ROOT, folder), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith(suffix))
+    .map((name) => join(ROOT, folder, name));
+}
+
+/** A heading without the command it may end with: `Issue 48: keeping up (`npm run ...`)`. */
+const titleOf = (heading: string) =>
+  heading.replace(/ \(`[^)]*`\)$/, '').trim();
+
+/** A heading's anchor as GitHub makes it: lower case, spaces to -, punctuation dropped. */
+function anchorOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[`*_]/g, '')
+    .replace(/[^\p{L}\p{N} -]/gu, '')
+    .replace(/ /g, '-');
+}
+
+/**
+ * What a page can be cited by: its headings, and the bold labels that open its bullets
+ * (`**Slots.**`), without their closing stop.
+ */
+function sectionsOf(file: string): Set<string> {
+  const text = read(file);
+  return new Set([
+    ...[...text.matchAll(/^#+ (.+)$/gm)].map(([, heading]) => titleOf(heading)),
+    ...[...text.matchAll(/\*\*([^*]+?)\.?\*\*/g)].map(([, label]) =>
+      label.trim(),
+    ),
+  ]);
+}
+
+/**
+ * Where the pages, the code and the tests name a path of the repository: the start of a word,
+ * one of its top folders, then the rest of the path (placeholders and globs left out).
+ */
+const NAMED_PATH =
+  /(?<![\w./-])((?:src|test|bench|scripts|docs|deploy|schematics|clients|openapi|\.ci)\/[\w./-]*[\w/])/g;
+
 /** The `sh` blocks of a Markdown file, their `\` continuations joined. */
 function shellBlocks(file: string): string[] {
   return [...read(file).matchAll(/^```sh\n([\s\S]*?)^```/gm)].map(([, block]) =>
@@ -69,6 +119,125 @@ describe('README.md and docs/', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('link only to headings that exist', () => {
+    const broken: string[] = [];
+    for (const file of PAGES) {
+      for (const [, target, anchor] of read(file).matchAll(
+        /\]\(((?!https?:)[^)#\s]*)#([^)\s]+)\)/g,
+      )) {
+        const page = target ? resolve(dirname(file), target) : file;
+        if (!existsSync(page)) continue;
+        const anchors = [...read(page).matchAll(/^#+ (.+)$/gm)].map(
+          ([, heading]) => anchorOf(heading),
+        );
+        if (!anchors.includes(anchor)) {
+          broken.push(`${relative(ROOT, file)}: ${target}#${anchor}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('name only files and folders that exist', () => {
+    // the modules docs/adding-a-module.md shows being generated
+    const generated =
+      /^(src|test)\/(garden-beds?|orders?|catalogue|inventory|stock-items|transfers)\b/;
+    const missing: string[] = [];
+    // bench/README.md is history: it names files since removed
+    for (const file of PAGES.filter((page) => !page.includes('bench'))) {
+      const text = read(file);
+      for (const { 1: path, index } of text.matchAll(NAMED_PATH)) {
+        // a glob or a placeholder goes on past the path
+        const next = text.slice(index + path.length, index + path.length + 2);
+        if (/[*<{]/.test(next) || generated.test(path)) continue;
+        if (!existsSync(join(ROOT, path))) {
+          missing.push(`${relative(ROOT, file)}: ${path}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('name only settings the service reads', () => {
+    const settings = new Set(
+      [
+        ...read(join(ROOT, '.env.example')).matchAll(/^# ([A-Z][A-Z0-9_]*)=/gm),
+      ].map(([, name]) => name),
+    );
+    const families = [...settings]
+      .filter((name) => name.includes('_'))
+      .map((name) => name.slice(0, name.indexOf('_') + 1));
+    // the misspelling docs/configuration.md shows the service warning of
+    const shownMisspelt = 'RATE_LIMT_PER_TOKEN';
+    const unknown: string[] = [];
+    for (const file of PAGES) {
+      for (const [, name] of read(file).matchAll(
+        /`([A-Z][A-Z0-9]*_[A-Z0-9_]+)[=`]/g,
+      )) {
+        if (
+          families.some((family) => name.startsWith(family)) &&
+          !settings.has(name) &&
+          name !== shownMisspelt
+        ) {
+          unknown.push(`${relative(ROOT, file)}: ${name}`);
+        }
+      }
+    }
+    expect(unknown).toEqual([]);
+  });
+
+  it('name only npm scripts that exist', () => {
+    const scripts = Object.keys(
+      (JSON.parse(read(join(ROOT, 'package.json'))) as { scripts: object })
+        .scripts,
+    );
+    const unknown = PAGES.flatMap((file) =>
+      // not a script of a package in node_modules/
+      [
+        ...read(file).matchAll(
+          /(?<!node_modules\/[\w-]+ && )npm run ([\w:-]+)/g,
+        ),
+      ]
+        .map(([, script]) => script)
+        .filter((script) => !scripts.includes(script))
+        .map((script) => `${relative(ROOT, file)}: npm run ${script}`),
+    );
+    expect(unknown).toEqual([]);
+  });
+
+  it('cite only sections that exist, from the pages, the code and the tests', () => {
+    const sections = new Map<string, Set<string>>();
+    const broken: string[] = [];
+    const citing = [
+      ...PAGES,
+      ...filesUnder('src', '.ts'),
+      ...filesUnder('test', '.ts'),
+      ...filesUnder('bench', '.js'),
+    ];
+    for (const file of citing) {
+      // `docs/decisions.md, "Webhooks", "Slots"`: the page, then the names it is cited by,
+      // which may run on over a comment's next line
+      const text = read(file).replace(/\n\s*(?:\*|\/\/)\s*/g, ' ');
+      for (const [, page, names] of text.matchAll(
+        /((?:docs\/[\w-]+|bench\/README|README|CONTRIBUTING)\.md),? ((?:"[^"\n]+"(?:, | and )?)+)/g,
+      )) {
+        if (!existsSync(join(ROOT, page))) continue;
+        if (!sections.has(page))
+          sections.set(page, sectionsOf(join(ROOT, page)));
+        for (const [, name] of names.matchAll(/"([^"]+)"/g)) {
+          // a bench/README.md section is cited by its start: "Issue 48"
+          const known = [...sections.get(page)!].some(
+            (section) => section === name || section.startsWith(`${name}:`),
+          );
+          if (!known) {
+            broken.push(`${relative(ROOT, file)}: ${page}, "${name}"`);
+          }
+        }
+      }
+    }
+    expect([...new Set(broken)]).toEqual([]);
   });
 
   it('have no table line over 200 characters', () => {

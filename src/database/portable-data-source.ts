@@ -455,7 +455,7 @@ export class PortableDataSource extends DataSource {
    * It skips the EntityManager that `createQueryRunner` builds per call. On SQLite with the
    * connection free it runs at once on a statement prepared once per text: better-sqlite3 is
    * synchronous, so nothing comes between, and TypeORM's runner (its events, its awaits)
-   * costs more than a statement by primary key (bench/README.md, "Fast, round 2").
+   * costs more than a statement by primary key (bench/README.md, "Issue 26").
    */
   plainStatement(sql: string, parameters: unknown[]): Promise<QueryResult> {
     const sqlite = this.sqlite;
