@@ -9,33 +9,97 @@ import { simulate, type RunReport } from './scenario';
  * (docs/testing.md, "CI").
  */
 export function describeSeededRuns(first: number, count: number): void {
-  const seeds = seedsOf(first, count);
   describe('the dispatcher, simulated', () => {
-    it(`keeps every invariant over the seeded schedules ${seeds[0]} to ${seeds[seeds.length - 1]}`, async () => {
-      const failed: RunReport[] = [];
-      const totals = { crashes: 0, freezes: 0, pauses: 0, requests: 0 };
-      for (const seed of seeds) {
-        const report = await simulate(seed);
-        if (report.violations.length > 0) failed.push(report);
-        for (const key of Object.keys(totals) as (keyof typeof totals)[]) {
-          totals[key] += report[key];
-        }
-      }
-      expect(
-        failed.map(
-          ({ seed, violations }) =>
-            `seed ${seed} (SIMULATION_SEED=${seed} npx jest simulated-dispatch to replay): ${violations.slice(0, 5).join('; ')}`,
-        ),
-      ).toEqual([]);
-      // the runs did what they are for: crashes, freezes, pauses and requests, in numbers (a
-      // replay of one seed may have none)
-      const many = seeds.length >= 100;
-      expect(totals.crashes).toBeGreaterThan(many ? seeds.length / 2 : -1);
-      expect(totals.freezes).toBeGreaterThan(many ? seeds.length / 2 : -1);
-      expect(totals.pauses).toBeGreaterThan(many ? seeds.length / 4 : -1);
-      expect(totals.requests).toBeGreaterThan(many ? seeds.length * 100 : -1);
-    }, 120_000);
+    itOverSeeds({
+      what: 'keeps every invariant',
+      seeds: seedsOf(first, count),
+      run: simulate,
+      replay: 'simulated-dispatch',
+      summary: {
+        title:
+          'crashed, froze, paused and sent in numbers: the runs did what they are for',
+        check: (reports: RunReport[]) => {
+          const total = (key: 'crashes' | 'freezes' | 'pauses' | 'requests') =>
+            reports.reduce((sum, report) => sum + report[key], 0);
+          // a replay of one seed may have none
+          const many = reports.length >= 100;
+          expect(total('crashes')).toBeGreaterThan(
+            many ? reports.length / 2 : -1,
+          );
+          expect(total('freezes')).toBeGreaterThan(
+            many ? reports.length / 2 : -1,
+          );
+          expect(total('pauses')).toBeGreaterThan(
+            many ? reports.length / 4 : -1,
+          );
+          expect(total('requests')).toBeGreaterThan(
+            many ? reports.length * 100 : -1,
+          );
+        },
+      },
+    });
   });
+}
+
+/**
+ * Seeded runs one test takes: a few seconds of work on a quiet machine, so that jest's limit
+ * (SEEDED_TEST_TIMEOUT_MS), a wall clock, stays far off however busy the machine is.
+ */
+export const SEEDS_PER_TEST = 20;
+
+/**
+ * The longest one test of SEEDS_PER_TEST runs may take: some 30 times what the slowest of them
+ * (the fairness runs) takes on a quiet machine. It only catches a run that never ends.
+ */
+export const SEEDED_TEST_TIMEOUT_MS = 120_000;
+
+/**
+ * `run` over `seeds`, SEEDS_PER_TEST to a test, each test failing with the seeds whose runs
+ * broke an invariant and how to replay one; then `summary`, over every report, once all have
+ * run (jest runs a file's tests in order): deterministic work over simulated time, split so
+ * that no test's wall-clock limit grows with the number of runs.
+ */
+export function itOverSeeds<Report extends { violations: string[] }>({
+  what,
+  seeds,
+  run,
+  replay,
+  summary,
+}: {
+  what: string;
+  seeds: readonly number[];
+  run: (seed: number) => Promise<Report>;
+  /** The spec file's name, as jest's pattern to replay a seed. */
+  replay: string;
+  summary?: { title: string; check: (reports: Report[]) => void };
+}): void {
+  const reports: Report[] = [];
+  for (let index = 0; index < seeds.length; index += SEEDS_PER_TEST) {
+    const chunk = seeds.slice(index, index + SEEDS_PER_TEST);
+    it(
+      `${what}: seeds ${chunk[0]} to ${chunk[chunk.length - 1]}`,
+      async () => {
+        const failed: string[] = [];
+        for (const seed of chunk) {
+          const report = await run(seed);
+          reports.push(report);
+          if (report.violations.length > 0) {
+            failed.push(
+              `seed ${seed} (SIMULATION_SEED=${seed} npx jest ${replay} to replay): ${report.violations.slice(0, 5).join('; ')}`,
+            );
+          }
+        }
+        expect(failed).toEqual([]);
+      },
+      SEEDED_TEST_TIMEOUT_MS,
+    );
+  }
+  if (summary) {
+    it(summary.title, () => {
+      expect(reports.length).toBe(seeds.length);
+      summary.check(reports);
+    });
+  }
 }
 
 /**
