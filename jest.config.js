@@ -33,6 +33,7 @@ const ENGINE_INDEPENDENT = [
   'openapi',
   'postgres',
   'process',
+  'process-cleanup',
   'rate-limit-shared',
   'tracing',
   'readme',

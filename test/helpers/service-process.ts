@@ -18,6 +18,20 @@ process.once('exit', () =>
   rmSync(NEUTRAL_CWD, { recursive: true, force: true }),
 );
 
+/**
+ * The services this test file started that are still running. A test that times out never
+ * reaches its own cleanup, and its service would outlive the run (one was found running 19
+ * minutes later): whatever is left is killed once the file's tests have ended, and when the
+ * worker exits.
+ */
+const running = new Set<ChildProcess>();
+const killRunning = () => {
+  for (const child of running) child.kill('SIGKILL');
+};
+process.once('exit', killRunning);
+// registered when jest loads the helper into a test file: after the file's own afterAll hooks
+if (typeof afterAll === 'function') afterAll(killRunning);
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -64,11 +78,15 @@ export async function startServiceProcess(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | string>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal ?? 'unknown');
+    }),
   );
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
