@@ -385,6 +385,13 @@ export default async () => {
                 description:
                   "The place in the event log up to which its deliveries are made; the events after it wait\nthere, not as rows (a paused subscription's simply wait longer). Set to the log's head when\nit is made: it receives the events from then on.",
               },
+              laggingSince: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  'Since when its oldest undelivered event has been older than WEBHOOKS_LAG_WARN, as the\ninstance that saw it first wrote (webhook-lag.ts); null while it keeps up.',
+              },
             },
           },
         ],
