@@ -4,7 +4,7 @@ import { describeWithRedis, redisTestEnv } from './helpers/redis';
 import { TcpRelay } from './helpers/tcp-relay';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
-import { paceOf } from './helpers/pace';
+import { paceOf, testLimit } from './helpers/pace';
 import { MetricsServer } from '../src/metrics/metrics-server';
 import {
   SNAPSHOT_TTL_MS,
@@ -207,56 +207,60 @@ describeWithPostgres('the service when PostgreSQL is away', () => {
 });
 
 describeWithPostgres('metrics while PostgreSQL stops answering', () => {
-  it('a scrape answers within the snapshot wait, saying the database is down, and how old its values are', async () => {
-    const database = await createTestDatabase();
-    const relay = await TcpRelay.to(database.url, 5432);
-    const testApp = await startTestApp({
-      env: {
-        DATABASE_URL: relay.relayed(database.url),
-        DB_STATEMENT_TIMEOUT: '30s',
-        METRICS_PORT: '0',
-      },
-    });
-    const metricsUrl = `http://127.0.0.1:${testApp.app.get(MetricsServer).port()}/metrics`;
-    const scrape = async () => {
-      const { value: response, ms } = await timed(() => fetch(metricsUrl));
-      const text = await response.text();
-      const value = (name: string) =>
-        new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1];
-      return {
-        status: response.status,
-        ms,
-        up: value('plant_store_database_up'),
-        age: value('plant_store_webhook_snapshot_age_seconds'),
+  it(
+    'a scrape answers within the snapshot wait, saying the database is down, and how old its values are',
+    async () => {
+      const database = await createTestDatabase();
+      const relay = await TcpRelay.to(database.url, 5432);
+      const testApp = await startTestApp({
+        env: {
+          DATABASE_URL: relay.relayed(database.url),
+          DB_STATEMENT_TIMEOUT: '30s',
+          METRICS_PORT: '0',
+        },
+      });
+      const metricsUrl = `http://127.0.0.1:${testApp.app.get(MetricsServer).port()}/metrics`;
+      const scrape = async () => {
+        const { value: response, ms } = await timed(() => fetch(metricsUrl));
+        const text = await response.text();
+        const value = (name: string) =>
+          new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1];
+        return {
+          status: response.status,
+          ms,
+          up: value('plant_store_database_up'),
+          age: value('plant_store_webhook_snapshot_age_seconds'),
+        };
       };
-    };
-    try {
-      const pace = await paceOf(() => testApp.http().get('/health/live'));
-      // never scraped, and the database hangs from the first read
-      relay.pause();
-      const first = await scrape();
-      expect(first).toMatchObject({ status: 200, up: '0', age: '+Inf' });
-      expect(first.ms).toBeLessThan(SNAPSHOT_WAIT_MS + 1000 + 20 * pace);
-      relay.resume();
-      await eventually(
-        () => scrape(),
-        ({ up }) => up === '1',
-        15_000,
-      );
-      // a snapshot in hand that has aged past its time, and the database hanging again
-      await new Promise((resolve) =>
-        setTimeout(resolve, SNAPSHOT_TTL_MS + 100),
-      );
-      relay.pause();
-      const later = await scrape();
-      expect(later).toMatchObject({ status: 200, up: '0' });
-      expect(Number(later.age)).toBeGreaterThan(SNAPSHOT_TTL_MS / 1000);
-      expect(later.ms).toBeLessThan(SNAPSHOT_WAIT_MS + 1000 + 20 * pace);
-    } finally {
-      relay.resume();
-      await testApp.close().catch(() => undefined);
-      await relay.close();
-      await database.drop();
-    }
-  }, 60_000);
+      try {
+        const pace = await paceOf(() => testApp.http().get('/health/live'));
+        // never scraped, and the database hangs from the first read
+        relay.pause();
+        const first = await scrape();
+        expect(first).toMatchObject({ status: 200, up: '0', age: '+Inf' });
+        expect(first.ms).toBeLessThan(SNAPSHOT_WAIT_MS + 1000 + 20 * pace);
+        relay.resume();
+        await eventually(
+          () => scrape(),
+          ({ up }) => up === '1',
+          15_000,
+        );
+        // a snapshot in hand that has aged past its time, and the database hanging again
+        await new Promise((resolve) =>
+          setTimeout(resolve, SNAPSHOT_TTL_MS + 100),
+        );
+        relay.pause();
+        const later = await scrape();
+        expect(later).toMatchObject({ status: 200, up: '0' });
+        expect(Number(later.age)).toBeGreaterThan(SNAPSHOT_TTL_MS / 1000);
+        expect(later.ms).toBeLessThan(SNAPSHOT_WAIT_MS + 1000 + 20 * pace);
+      } finally {
+        relay.resume();
+        await testApp.close().catch(() => undefined);
+        await relay.close();
+        await database.drop();
+      }
+    },
+    testLimit(60_000),
+  );
 });

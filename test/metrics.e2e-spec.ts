@@ -15,7 +15,7 @@ import {
 } from './helpers/prometheus-text';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
-import { paceOf } from './helpers/pace';
+import { paceOf, testLimit } from './helpers/pace';
 
 const DURATION = 'http_server_request_duration_seconds_count';
 
@@ -353,36 +353,42 @@ describe('metrics on bad days', () => {
     }
   });
 
-  it(`holds ${METRICS_MAX_CONNECTIONS} connections at most, and lets go of one that sends nothing`, async () => {
-    const testApp = await startTestApp({ env: { METRICS_PORT: '0' } });
-    const port = testApp.app.get(MetricsServer).port()!;
-    const pace = await paceOf(() =>
-      fetch(`http://127.0.0.1:${port}/metrics`).then((answer) => answer.text()),
-    );
-    const sockets = Array.from({ length: METRICS_MAX_CONNECTIONS + 8 }, () =>
-      createConnection({ port, host: '127.0.0.1' }),
-    );
-    try {
-      const closed = sockets.map(
-        (socket) =>
-          new Promise<number>((resolve) => {
-            const opened = Date.now();
-            socket.on('error', () => undefined);
-            socket.once('close', () => resolve(Date.now() - opened));
-          }),
+  it(
+    `holds ${METRICS_MAX_CONNECTIONS} connections at most, and lets go of one that sends nothing`,
+    async () => {
+      const testApp = await startTestApp({ env: { METRICS_PORT: '0' } });
+      const port = testApp.app.get(MetricsServer).port()!;
+      const pace = await paceOf(() =>
+        fetch(`http://127.0.0.1:${port}/metrics`).then((answer) =>
+          answer.text(),
+        ),
       );
-      // those past the cap at once, the idle ones within the timeout and its check (margins
-      // of 1 s and 10 s, and of 20 scrapes at this machine's pace)
-      const lifetimes = await Promise.all(closed);
-      expect(
-        lifetimes.filter((ms) => ms < 1000 + 20 * pace).length,
-      ).toBeGreaterThanOrEqual(8);
-      expect(Math.max(...lifetimes)).toBeLessThan(15_000 + 20 * pace);
-    } finally {
-      sockets.forEach((socket) => socket.destroy());
-      await testApp.close();
-    }
-  }, 30_000);
+      const sockets = Array.from({ length: METRICS_MAX_CONNECTIONS + 8 }, () =>
+        createConnection({ port, host: '127.0.0.1' }),
+      );
+      try {
+        const closed = sockets.map(
+          (socket) =>
+            new Promise<number>((resolve) => {
+              const opened = Date.now();
+              socket.on('error', () => undefined);
+              socket.once('close', () => resolve(Date.now() - opened));
+            }),
+        );
+        // those past the cap at once, the idle ones within the timeout and its check (margins
+        // of 1 s and 10 s, and of 20 scrapes at this machine's pace)
+        const lifetimes = await Promise.all(closed);
+        expect(
+          lifetimes.filter((ms) => ms < 1000 + 20 * pace).length,
+        ).toBeGreaterThanOrEqual(8);
+        expect(Math.max(...lifetimes)).toBeLessThan(15_000 + 20 * pace);
+      } finally {
+        sockets.forEach((socket) => socket.destroy());
+        await testApp.close();
+      }
+    },
+    testLimit(30_000),
+  );
 });
 
 describe('metrics without METRICS_PORT', () => {

@@ -1,3 +1,5 @@
+import { availableParallelism, loadavg } from 'node:os';
+
 /**
  * How long this machine takes for `probe` right now: the median of `runs` timings, in ms.
  * Where a duration is the promise, a test bounds it by the promise, its stated margin, and
@@ -15,4 +17,18 @@ export async function paceOf(
     times.push(performance.now() - started);
   }
   return times.sort((a, b) => a - b)[Math.floor(runs / 2)];
+}
+
+/**
+ * How many times busier than its cores the machine was over the last minute, 1 at least: a
+ * test's limit is multiplied by it (jest.config.js does the same for the default limit), so
+ * that a limit catches a test that never ends, not a machine others share.
+ */
+export function busyFactor(): number {
+  return Math.max(1, loadavg()[0] / availableParallelism());
+}
+
+/** `ms` as a test's limit, scaled by how busy the machine is (busyFactor). */
+export function testLimit(ms: number): number {
+  return Math.round(ms * busyFactor());
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testLimit } from './pace';
 
 export const ROOT = join(__dirname, '..', '..');
 export const MAIN = join(ROOT, 'dist', 'main.js');
@@ -89,7 +90,8 @@ export async function startServiceProcess(
     }),
   );
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const liveWithinMs = testLimit(60_000);
+  const deadline = Date.now() + liveWithinMs;
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(
@@ -103,7 +105,9 @@ export async function startServiceProcess(
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`the service was not live within 60 s:\n${output}`);
+      throw new Error(
+        `the service was not live within ${liveWithinMs / 1000} s:\n${output}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
