@@ -256,7 +256,7 @@ export class DeliveryEngine {
     for (const lane of lanes) {
       const condition = conditionOf(lane.receiver, now);
       const busy = this.inFlightByLane.get(lane.id) ?? 0;
-      const ahead = this.claimedAhead.get(lane.id)?.length ?? 0;
+      const ahead = this.aheadOf(lane.id);
       if (busy > 0 || ahead > 0) withWork += 1;
       if (condition === 'paused' || condition === 'probing') continue;
       if (condition === 'probe-due') {

@@ -112,7 +112,10 @@ export class WebhookLagWatch
     this.upkeep.stop();
   }
 
-  /** One look at every subscription; the lines of the marks it changed. */
+  /**
+   * One look at every subscription: marks and unmarks the lagging ones, a line for each mark
+   * it changed.
+   */
   async check(now = Date.now()): Promise<void> {
     const warnMs = this.config.lagWarnMs;
     const subscriptions = this.dataSource.getRepository(WebhookSubscription);
