@@ -15,6 +15,7 @@ import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
+import { JobsModule } from './jobs/jobs.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { PlantsModule } from './plants/plants.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -31,6 +32,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     DatabaseModule,
     AuthModule,
     IdempotencyModule,
+    JobsModule,
     // feature modules
     PlantsModule,
     HealthModule,

@@ -132,6 +132,52 @@ export default async () => {
           },
         ],
         [
+          import('./jobs/scheduled-job.entity'),
+          {
+            ScheduledJob: {
+              name: {
+                required: true,
+                type: () => String,
+                description:
+                  "The job's name, as `@Job()` declares it: `webhooks.retention`.",
+              },
+              doneTick: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  'The time of the last tick that ran to its end; null before the first.',
+              },
+              leasedBy: {
+                required: true,
+                type: () => String,
+                nullable: true,
+                description:
+                  'The instance running a tick now (see `leasedUntil`).',
+              },
+              leasedUntil: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  'Until when `leasedBy` holds the job; past it another instance may take the tick over.',
+              },
+              lastEndedAt: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  'When the last run ended, and how (`done`, `backlog`, `failed`).',
+              },
+              lastOutcome: {
+                required: true,
+                type: () => String,
+                nullable: true,
+              },
+            },
+          },
+        ],
+        [
           import('./events/event-log.entity'),
           {
             EventLog: {

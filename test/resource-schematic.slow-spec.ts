@@ -592,6 +592,11 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         { name: 'fixture-transfers', path: 'fixture-nowhere' },
         'src/fixture-nowhere has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource',
       ],
+      [
+        'action',
+        { name: 'fixture-transfers', path: 'fixture-catalogue' },
+        "src/fixture-catalogue has no module file (*.module.ts), but fixture-catalogue/fixture-garden-beds has one: name the module's own folder, as in nest g action fixture-transfers fixture-catalogue/fixture-garden-beds",
+      ],
       ['entity', { name: 'docs' }, 'the route /docs is taken'],
       [
         'action',
@@ -616,6 +621,11 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'src/fixture-shared/fixture-shared.module.ts',
           "import { Module } from '@nestjs/common';\nimport { COMMON_IMPORTS } from './common-imports';\n\n@Module({ imports: COMMON_IMPORTS })\nexport class FixtureSharedModule {}\n",
         );
+        // where `nest g resource fixture-garden-beds fixture-catalogue` puts its module
+        tree.create(
+          'src/fixture-catalogue/fixture-garden-beds/fixture-garden-beds.module.ts',
+          "import { Module } from '@nestjs/common';\n\n@Module({})\nexport class FixtureGardenBedsModule {}\n",
+        );
         const files = [...tree.files];
         const contents = files.map((file) => tree.readContent(file));
         await expect(
@@ -629,6 +639,61 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         expect(files.map((file) => tree.readContent(file))).toEqual(contents);
       },
     );
+  });
+
+  describe('nest g job, into the module fixture-seed-trays', () => {
+    it("writes the job's file, named after the module, and adds it to the module's providers", async () => {
+      const base = await run();
+      const before = new Map(
+        base.files.map((file) => [file, base.readContent(file)]),
+      );
+      const tree = await runner.runSchematic(
+        'job',
+        { name: 'overdue', path: 'fixture-seed-trays', every: '5m' },
+        base,
+      );
+      const job = tree.readContent('src/fixture-seed-trays/overdue.job.ts');
+      expect(job).toContain("@Job('fixture-seed-trays.overdue')");
+      expect(job).toContain('export class OverdueJob implements PeriodicJob');
+      expect(job).toContain("readonly schedule = { every: '5m' };");
+      expect(job).toContain("from '../jobs/job.decorator';");
+      const moduleFile = tree.readContent(
+        'src/fixture-seed-trays/fixture-seed-trays.module.ts',
+      );
+      expect(moduleFile).toContain(
+        "import { OverdueJob } from './overdue.job';",
+      );
+      expect(moduleFile).toMatch(/providers: \[[^\]]*OverdueJob\]/);
+      const changed = tree.files.filter(
+        (file) => before.get(file) !== tree.readContent(file),
+      );
+      expect(changed.sort()).toEqual([
+        '/src/fixture-seed-trays/fixture-seed-trays.module.ts',
+        '/src/fixture-seed-trays/overdue.job.ts',
+      ]);
+    });
+
+    it.each([
+      [
+        { name: 'Overdue', path: 'fixture-seed-trays' },
+        '"Overdue" is not a job name',
+      ],
+      [
+        { name: 'overdue', path: undefined },
+        'nest g job adds to an existing module: name its folder under src (nest g job overdue inventory)',
+      ],
+      [
+        { name: 'overdue', path: 'fixture-nowhere' },
+        'src/fixture-nowhere has no module file (*.module.ts)',
+      ],
+    ])('refuses %j in one line, writing nothing', async (options, message) => {
+      const tree = await run();
+      const files = [...tree.files];
+      await expect(runner.runSchematic('job', options, tree)).rejects.toThrow(
+        message,
+      );
+      expect(tree.files).toEqual(files);
+    });
   });
 
   describe('resource-contract, when regenerating the contract fails', () => {

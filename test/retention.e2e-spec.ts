@@ -13,11 +13,27 @@ import {
 import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
 import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
 import { startTestApp, type TestApp } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
 // Retention (docs/decisions.md, "Retention"), on the engine of the jest project
+/**
+ * The retention job's run of the tick the app started in, on empty tables, is over: no other
+ * comes within the interval, and a test's own `prune` is the only one that sees its rows.
+ */
+async function bootRunDone(app: TestApp): Promise<void> {
+  await eventually(
+    () =>
+      app.query<{ done_tick: unknown }>(
+        'SELECT done_tick FROM scheduled_jobs WHERE name = ?',
+        'webhooks.retention',
+      ),
+    (rows) => rows[0]?.done_tick != null,
+  );
+}
+
 describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   let testApp: TestApp;
   let dataSource: DataSource;
@@ -35,6 +51,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     });
     // stopped, so that the rows keep the status each test gives them
     await testApp.app.get(WebhookDispatcher).beforeApplicationShutdown();
+    await bootRunDone(testApp);
     dataSource = testApp.app.get(DataSource);
     subscriptionId = randomUUID();
     await dataSource.getRepository(WebhookSubscription).insert({
@@ -228,6 +245,7 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
     });
     try {
       await app.app.get(WebhookDispatcher).beforeApplicationShutdown();
+      await bootRunDone(app);
       const source = app.app.get(DataSource);
       const subscriptions = source.getRepository(WebhookSubscription);
       const subscription = (slot: number, pausedUntil: Date | null) => ({

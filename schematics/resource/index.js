@@ -107,7 +107,7 @@ function generate(options, kind) {
   return async (tree, context) => {
     const checked = settingsOf(options, kind);
     const registrar = kind.intoModule
-      ? moduleFileOf(tree, checked)
+      ? moduleFileOf(tree, checked, kind)
       : APP_MODULE;
     const registrarSource = tree.read(registrar)?.toString();
     if (registrarSource === undefined) {
@@ -422,14 +422,25 @@ function withModuleImported(appModule, settings) {
 /**
  * The module file of the folder `entity` and `action` add to: the one `*.module.ts` in it.
  */
-function moduleFileOf(tree, settings) {
+function moduleFileOf(tree, settings, kind) {
   const folder = tree.getDir(settings.moduleDir);
   const modules = folder.subfiles.filter((file) => file.endsWith('.module.ts'));
-  if (modules.length !== 1) {
+  if (modules.length === 0) {
+    // `nest g resource garden-beds catalogue` made src/catalogue/garden-beds/
+    const below = folder.subdirs
+      .filter((sub) =>
+        folder.dir(sub).subfiles.some((file) => file.endsWith('.module.ts')),
+      )
+      .map((sub) => `${settings.moduleDir.replace(/^src\//, '')}/${sub}`);
     throw refuse(
-      modules.length === 0
-        ? `${settings.moduleDir} has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource`
-        : `${settings.moduleDir} has ${modules.length} module files (${modules.join(', ')}): name the folder of one of them`,
+      below.length > 0
+        ? `${settings.moduleDir} has no module file (*.module.ts), but ${below.join(' and ')} ${below.length === 1 ? 'has one' : 'have one each'}: name the module's own folder, as in nest g ${kind.command} ${settings.name} ${below[0]}`
+        : `${settings.moduleDir} has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource`,
+    );
+  }
+  if (modules.length > 1) {
+    throw refuse(
+      `${settings.moduleDir} has ${modules.length} module files (${modules.join(', ')}): name the folder of one of them`,
     );
   }
   return join(normalize(settings.moduleDir), modules[0]);
@@ -499,4 +510,12 @@ function uuidResource(options) {
   return resource({ ...options, id: 'uuid' });
 }
 
-module.exports = { resource, uuidResource, entity, action };
+module.exports = {
+  resource,
+  uuidResource,
+  entity,
+  action,
+  moduleFileOf,
+  formatted,
+  refuse,
+};

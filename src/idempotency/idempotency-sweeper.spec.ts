@@ -1,11 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '../config/app.config';
-import { BACKLOG_PAUSE_MS } from '../database/periodic-upkeep';
 import {
   IdempotencySweeper,
   SWEEP_BATCH,
   SWEEP_BATCHES_PER_RUN,
-  SWEEP_INTERVAL_MS,
 } from './idempotency-sweeper';
 import type { IdempotencyStore } from './idempotency.store';
 
@@ -37,30 +35,6 @@ describe('IdempotencySweeper', () => {
   afterEach(() => {
     jest.useRealTimers();
     jest.restoreAllMocks();
-  });
-
-  it('works off a backlog run after run, BACKLOG_PAUSE_MS apart, not one run a minute', async () => {
-    // three tokens at their default limits create 18,000 keys a minute: five minutes of them
-    const store = storeOf(90_000);
-    const sweeper = new IdempotencySweeper(
-      store as unknown as IdempotencyStore,
-      config,
-    );
-    sweeper.onApplicationBootstrap();
-    try {
-      // the first run: its bound of batches, 20 ms apart
-      await jest.advanceTimersByTimeAsync(SWEEP_INTERVAL_MS + 500);
-      expect(store.left).toBe(90_000 - SWEEP_BATCH * SWEEP_BATCHES_PER_RUN);
-      // the other 80,000 within a few seconds, not eight more minutes
-      await jest.advanceTimersByTimeAsync(10_000);
-      expect(store.left).toBe(0);
-      // and then a run an interval again
-      const sweeps = store.sweeps;
-      await jest.advanceTimersByTimeAsync(SWEEP_INTERVAL_MS - BACKLOG_PAUSE_MS);
-      expect(store.sweeps).toBeLessThanOrEqual(sweeps + 1);
-    } finally {
-      sweeper.beforeApplicationShutdown();
-    }
   });
 
   it('says whether it stopped with work left', async () => {

@@ -1,12 +1,11 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { appConfig, type AppConfig } from '../config/app.config';
-import { PeriodicUpkeep } from '../database/periodic-upkeep';
+import {
+  Job,
+  type JobRun,
+  type JobSchedule,
+  type PeriodicJob,
+} from '../jobs/job.decorator';
 import { IdempotencyStore } from './idempotency.store';
 
 /** Keys one statement deletes: short enough that no lock is held for long. */
@@ -17,58 +16,49 @@ export const SWEEP_BATCHES_PER_RUN = 10;
 export const SWEEP_INTERVAL_MS = 60_000;
 
 /**
- * Deletes expired Idempotency-Keys in the background, on every instance: at most
+ * Deletes expired Idempotency-Keys in the background, on one instance at a time: at most
  * SWEEP_BATCHES_PER_RUN × SWEEP_BATCH per run, so a run never holds the database for long,
  * and runs back to back (BACKLOG_PAUSE_MS apart) while a backlog lasts, so that keys are
  * swept faster than any load creates them. Requests never wait for it: an expired key that is
  * still stored counts as free.
  */
-@Injectable()
-export class IdempotencySweeper
-  implements OnApplicationBootstrap, BeforeApplicationShutdown
-{
+@Job('idempotency.sweep')
+export class IdempotencySweeper implements PeriodicJob {
   private readonly logger = new Logger(IdempotencySweeper.name);
-  // the next run deletes what this one could not
-  private readonly upkeep: PeriodicUpkeep;
+  readonly schedule: JobSchedule;
 
   constructor(
     private readonly store: IdempotencyStore,
     @Inject(appConfig.KEY) config: AppConfig,
   ) {
-    this.upkeep = new PeriodicUpkeep({
-      intervalMs: Math.min(SWEEP_INTERVAL_MS, config.idempotency.ttlMs),
-      run: async () => {
-        const { deleted, more } = await this.sweep(new Date());
-        if (deleted > 0) {
-          this.logger.log(`deleted ${deleted} expired idempotency keys`);
-        }
-        return more;
-      },
-      logger: this.logger,
-      failure: 'expired idempotency keys could not be deleted',
-    });
+    this.schedule = {
+      every: Math.min(SWEEP_INTERVAL_MS, config.idempotency.ttlMs),
+    };
   }
 
-  onApplicationBootstrap(): void {
-    this.upkeep.start();
-  }
-
-  beforeApplicationShutdown(): void {
-    this.upkeep.stop();
+  async run(run: JobRun): Promise<boolean> {
+    const { deleted, more } = await this.sweep(new Date(), run);
+    if (deleted > 0) {
+      this.logger.log(`deleted ${deleted} expired idempotency keys`);
+    }
+    return more;
   }
 
   /**
    * One run: the keys expired at `now`, a batch at a time; says how many went, and whether more
    * may be left (the run stopped at its bound with a full batch): the next run then comes
-   * after BACKLOG_PAUSE_MS rather than an interval.
+   * after BACKLOG_PAUSE_MS rather than a tick later.
    */
-  async sweep(now: Date): Promise<{ deleted: number; more: boolean }> {
+  async sweep(
+    now: Date,
+    run: Pick<JobRun, 'nextBatch'> = { nextBatch: () => Promise.resolve(true) },
+  ): Promise<{ deleted: number; more: boolean }> {
     let deleted = 0;
     for (let batch = 1; ; batch += 1) {
       const count = await this.store.sweep(now, SWEEP_BATCH);
       deleted += count;
       if (count < SWEEP_BATCH) return { deleted, more: false };
-      if (batch === SWEEP_BATCHES_PER_RUN || !(await this.upkeep.nextBatch())) {
+      if (batch === SWEEP_BATCHES_PER_RUN || !(await run.nextBatch())) {
         return { deleted, more: true };
       }
     }

@@ -102,6 +102,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly jobRuns = new Counter({
+    name: 'plant_store_job_runs_total',
+    help: 'Runs of periodic jobs on this instance, by job and outcome: done, backlog (it left work for another run of its tick), failed',
+    labelNames: ['job', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly jobRunDuration = new Histogram({
+    name: 'plant_store_job_run_duration_seconds',
+    help: 'Duration of runs of periodic jobs on this instance, by job',
+    labelNames: ['job'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
   readonly queryDuration = new Histogram({
     name: 'db_client_operation_duration_seconds',
     help: 'Duration of database statements',

@@ -1,10 +1,4 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import {
   In,
@@ -15,8 +9,13 @@ import {
   type ObjectLiteral,
 } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
-import { PeriodicUpkeep } from '../database/periodic-upkeep';
 import { OutboxEvent } from '../events/outbox-event.entity';
+import {
+  Job,
+  type JobRun,
+  type JobSchedule,
+  type PeriodicJob,
+} from '../jobs/job.decorator';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
@@ -49,15 +48,14 @@ export const GIVEN_UP_ERROR =
  * try would pass the window. Then delivered and cancelled deliveries older than
  * EVENTS_RETENTION go, failed ones older than EVENTS_FAILED_RETENTION, and the events older
  * than EVENTS_RETENTION that no delivery refers to and every cursor has passed, all in batches
- * of RETENTION_BATCH rows. Every instance may run it: deleting a row twice deletes it once.
+ * of RETENTION_BATCH rows, every WEBHOOKS_RETENTION_INTERVAL on one instance. A run that
+ * stops at shutdown leaves the rest to the next; a run repeated after a crash deletes nothing
+ * twice.
  */
-@Injectable()
-export class RetentionService
-  implements OnApplicationBootstrap, BeforeApplicationShutdown
-{
+@Job('webhooks.retention')
+export class RetentionService implements PeriodicJob {
   private readonly logger = new Logger(RetentionService.name);
-  // the next run deletes what this one could not
-  private readonly upkeep: PeriodicUpkeep;
+  readonly schedule: JobSchedule;
 
   constructor(
     @InjectRepository(WebhookDelivery)
@@ -68,25 +66,13 @@ export class RetentionService
     private readonly subscriptions: Repository<WebhookSubscription>,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {
-    this.upkeep = new PeriodicUpkeep({
-      intervalMs: config.retentionIntervalMs,
-      run: () => this.run(),
-      logger: this.logger,
-      failure: 'retention could not delete old events',
-    });
+    this.schedule = { every: config.retentionIntervalMs };
   }
 
-  onApplicationBootstrap(): void {
-    this.upkeep.start();
-  }
-
-  beforeApplicationShutdown(): void {
-    this.upkeep.stop();
-  }
-
-  private async run(): Promise<void> {
+  async run(run: JobRun): Promise<void> {
     const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
       new Date(),
+      run,
     );
     if (givenUp > 0) {
       this.logger.warn(
@@ -105,18 +91,25 @@ export class RetentionService
     }
   }
 
-  /** Deletes what is past its retention at `now`; says how many rows of each. */
-  async prune(now: Date): Promise<Pruned> {
+  /**
+   * Deletes what is past its retention at `now`; says how many rows of each. Between two
+   * batches it waits for `run.nextBatch()`, and ends when that says so.
+   */
+  async prune(
+    now: Date,
+    run: Pick<JobRun, 'nextBatch'> = { nextBatch: () => Promise.resolve(true) },
+  ): Promise<Pruned> {
     const before = (ms: number) => new Date(now.getTime() - ms);
     const kept = before(this.config.retentionMs);
     const retryWindowStart = before(this.config.retryWindowMs);
-    const givenUp = await this.giveUpPending(retryWindowStart, now);
+    const givenUp = await this.giveUpPending(retryWindowStart, now, run);
     const cursorsMoved = await this.movePausedCursors(retryWindowStart);
     const deliveries =
-      (await this.deleteDeliveries(['delivered', 'cancelled'], kept)) +
+      (await this.deleteDeliveries(['delivered', 'cancelled'], kept, run)) +
       (await this.deleteDeliveries(
         ['failed'],
         before(this.config.failedRetentionMs),
+        run,
       ));
     // the events every active subscription's cursor has passed; with none active, every one
     const { lowest } = (await this.subscriptions
@@ -125,6 +118,7 @@ export class RetentionService
       .where('subscription.removed_at IS NULL')
       .getRawOne<{ lowest: string | bigint | null }>())!;
     const events = await this.inBatches(
+      run,
       (batch) => {
         const query = this.events
           .createQueryBuilder('event')
@@ -149,7 +143,11 @@ export class RetentionService
    * being attempted now, become failed: none of them is attempted while their receiver is
    * paused, and would otherwise be kept for ever.
    */
-  private async giveUpPending(olderThan: Date, now: Date): Promise<number> {
+  private async giveUpPending(
+    olderThan: Date,
+    now: Date,
+    run: Pick<JobRun, 'nextBatch'>,
+  ): Promise<number> {
     const paused = this.subscriptions
       .createQueryBuilder('subscription')
       .select('subscription.id')
@@ -164,6 +162,7 @@ export class RetentionService
       { ...expired, claimedUntil: LessThan(now) },
     ];
     return this.inBatches(
+      run,
       (batch) =>
         this.deliveries
           .createQueryBuilder('delivery')
@@ -213,8 +212,10 @@ export class RetentionService
   private deleteDeliveries(
     statuses: DeliveryStatus[],
     olderThan: Date,
+    run: Pick<JobRun, 'nextBatch'>,
   ): Promise<number> {
     return this.inBatches(
+      run,
       (batch) =>
         this.deliveries.find({
           select: { id: true },
@@ -238,6 +239,7 @@ export class RetentionService
    * says how many rows `change` changed.
    */
   private async inBatches(
+    run: Pick<JobRun, 'nextBatch'>,
     find: (batch: number) => Promise<{ id: string }[]>,
     change: (ids: string[]) => Promise<number>,
   ): Promise<number> {
@@ -245,7 +247,7 @@ export class RetentionService
     for (;;) {
       const rows = await find(RETENTION_BATCH);
       if (rows.length > 0) changed += await change(rows.map(({ id }) => id));
-      if (rows.length < RETENTION_BATCH || !(await this.upkeep.nextBatch())) {
+      if (rows.length < RETENTION_BATCH || !(await run.nextBatch())) {
         return changed;
       }
     }

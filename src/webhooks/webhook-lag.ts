@@ -1,18 +1,12 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull, Not } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { EntitySql } from '../database/entity-sql';
-import { PeriodicUpkeep } from '../database/periodic-upkeep';
+import { Job, type PeriodicJob } from '../jobs/job.decorator';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
-/** How often an instance looks at every subscription's lag. */
+/** How often every subscription's lag is looked at. */
 export const LAG_CHECK_INTERVAL_MS = 5000;
 
 /** An active subscription's oldest undelivered event, and whether it is marked lagging. */
@@ -79,37 +73,24 @@ export function lagOf(
 
 /**
  * Says in the log when a subscription falls behind and when it has caught up
- * (docs/webhooks.md, "How far behind"): every LAG_CHECK_INTERVAL_MS each instance reads every
+ * (docs/webhooks.md, "How far behind"): every LAG_CHECK_INTERVAL_MS one instance reads every
  * subscription's lag; one whose oldest undelivered event is older than WEBHOOKS_LAG_WARN is
  * marked lagging, and one marked that is back within half of it is unmarked (so that a lag
- * about the threshold does not flap). Each mark is a conditional write: of the instances,
- * the one whose write changed the row writes the line, once.
+ * about the threshold does not flap). Each mark is a conditional write, so that a check run
+ * twice (after a crash, or beside the previous release's own timer) writes each line once.
  */
-@Injectable()
-export class WebhookLagWatch
-  implements OnApplicationBootstrap, BeforeApplicationShutdown
-{
+@Job('webhooks.lag-watch')
+export class WebhookLagWatch implements PeriodicJob {
   private readonly logger = new Logger(WebhookLagWatch.name);
-  private readonly upkeep: PeriodicUpkeep;
+  readonly schedule = { every: LAG_CHECK_INTERVAL_MS };
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
-  ) {
-    this.upkeep = new PeriodicUpkeep({
-      intervalMs: LAG_CHECK_INTERVAL_MS,
-      run: () => this.check(),
-      logger: this.logger,
-      failure: "could not read the webhook subscriptions' lag",
-    });
-  }
+  ) {}
 
-  onApplicationBootstrap(): void {
-    this.upkeep.start();
-  }
-
-  beforeApplicationShutdown(): void {
-    this.upkeep.stop();
+  run(): Promise<void> {
+    return this.check();
   }
 
   /**

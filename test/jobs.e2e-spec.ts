@@ -1,0 +1,119 @@
+import { join } from 'node:path';
+import {
+  startFixtureProcess,
+  type FixtureProcess,
+} from './helpers/fixture-process';
+import { createTestDatabase } from './helpers/postgres';
+import { testLimit } from './helpers/pace';
+import { databaseReader, ENGINE, makeTempFolder } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
+
+interface RunRow {
+  job: string;
+  tick: bigint;
+  instance: bigint | number;
+  started_at: bigint;
+}
+
+// Periodic jobs run once per tick across instances (docs/decisions.md, "Periodic jobs"):
+// three processes of the service on one database, each with the fixture's jobs.
+describe(`periodic jobs across three instances (${ENGINE})`, () => {
+  const instances: FixtureProcess[] = [];
+  let database: ReturnType<typeof databaseReader>;
+  let cleanup: () => Promise<void>;
+
+  const runsOf = async (job: string) =>
+    (
+      await database.query<RunRow>(
+        'SELECT job, tick, instance, started_at FROM fixture_job_runs WHERE job = ? ORDER BY tick, started_at',
+        [job],
+      )
+    ).map((row) => ({
+      tick: Number(row.tick),
+      instance: Number(row.instance),
+      startedAt: Number(row.started_at),
+    }));
+
+  beforeAll(async () => {
+    let url: string;
+    if (ENGINE === 'postgres') {
+      const created = await createTestDatabase();
+      url = created.url;
+      cleanup = created.drop;
+    } else {
+      const folder = makeTempFolder();
+      url = `sqlite:${join(folder.path, 'store.sqlite')}`;
+      cleanup = () => Promise.resolve(folder.remove());
+    }
+    // one after another: the first makes the schema, the fixture's table included
+    for (let index = 0; index < 3; index += 1) {
+      instances.push(
+        await startFixtureProcess('jobs', {
+          DATABASE_URL: url,
+          LOG_LEVEL: 'warn',
+        }),
+      );
+    }
+    database = databaseReader(
+      ENGINE,
+      ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
+    );
+  });
+
+  afterAll(async () => {
+    for (const instance of instances) instance.child.kill('SIGTERM');
+    await Promise.all(instances.map((instance) => instance.exited));
+    await database?.close();
+    await cleanup?.();
+  });
+
+  it('runs each tick once, whichever instance takes it', async () => {
+    const startedAt = Date.now();
+    const runs = await eventually(
+      () => runsOf('fixture.ticking'),
+      (rows) => rows.filter((row) => row.tick >= startedAt).length >= 5,
+      testLimit(20_000),
+    );
+    const ticks = runs.map((row) => row.tick);
+    expect(new Set(ticks).size).toBe(ticks.length);
+    // each a whole second, as every instance counts them
+    for (const tick of ticks) expect(tick % 1000).toBe(0);
+    const pids = instances.map((instance) => instance.child.pid);
+    for (const { instance } of runs) expect(pids).toContain(instance);
+    for (const instance of instances) {
+      expect(
+        instance
+          .lines()
+          .filter(
+            (line) => line.context === 'JobScheduler' && line.level >= 40,
+          ),
+      ).toEqual([]);
+    }
+  });
+
+  it('runs a tick again on another instance once the one running it dies and its lease runs out', async () => {
+    const [first] = await eventually(
+      () => runsOf('fixture.holding'),
+      (rows) => rows.length === 1,
+      testLimit(20_000),
+    );
+    const holder = instances.find(
+      (instance) => instance.child.pid === first.instance,
+    )!;
+    holder.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    await holder.exited;
+    const runs = await eventually(
+      () => runsOf('fixture.holding'),
+      (rows) => rows.length >= 2,
+      testLimit(20_000),
+    );
+    expect(runs).toHaveLength(2);
+    const [, again] = runs;
+    expect(again.tick).toBe(first.tick);
+    expect(again.instance).not.toBe(first.instance);
+    // not while the lease could still be good: 2 s, renewed every third of it
+    expect(again.startedAt - killedAt).toBeGreaterThanOrEqual(2000 - 2000 / 3);
+    expect(again.startedAt - killedAt).toBeLessThanOrEqual(testLimit(4_000));
+  });
+});
