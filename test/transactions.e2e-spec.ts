@@ -168,6 +168,47 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     ]);
   });
 
+  it('runs a keyed request to an @Idempotent() route at the level of the rule behind it', async () => {
+    await stock(16n, 5);
+    const place = () =>
+      testApp
+        .http()
+        .post('/fixture-orders')
+        .set('Authorization', `Bearer ${token}`)
+        .set('Idempotency-Key', 'order-16')
+        .send({ plantId: 16, quantity: 2 });
+    // the rule's findForUpdate found READ COMMITTED, not the runner's SERIALIZABLE
+    const first = await place().expect(201);
+    const repeat = await place().expect(201);
+    expect(repeat.headers['idempotent-replayed']).toBe('true');
+    expect(repeat.body).toEqual(first.body);
+    expect(await orders.inStock(16n)).toBe(3);
+  });
+
+  it('takes the level of the first transaction to join, and refuses one that joins too late to change it', async () => {
+    const portable = dataSource as PortableDataSource;
+    const repository = dataSource.getRepository(StockItem);
+    await stock(17n, 1);
+    expect(
+      await portable.adoptingTransaction('SERIALIZABLE', () =>
+        dataSource.transaction('READ COMMITTED', () =>
+          findForUpdate(repository, { plantId: 17n }),
+        ),
+      ),
+    ).toHaveLength(1);
+    // a statement first: the level is fixed, on PostgreSQL as on SQLite
+    await expect(
+      portable.adoptingTransaction('SERIALIZABLE', async () => {
+        await repository.count();
+        return dataSource.transaction('READ COMMITTED', () =>
+          findForUpdate(repository, { plantId: 17n }),
+        );
+      }),
+    ).rejects.toThrow(
+      "a READ COMMITTED transaction joined a transaction opened at SERIALIZABLE after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: 'READ COMMITTED' }))",
+    );
+  });
+
   it('leaves nothing behind when the transaction throws after its writes', async () => {
     await stock(3n, 4);
     await expect(

@@ -36,6 +36,14 @@ interface ActiveTransaction {
   deadline: number;
   /** What it was asked to run at; PostgreSQL's level, and on SQLite what the rule expects. */
   isolation: IsolationLevel;
+  /**
+   * It takes the level of the first transaction that joins it, while no statement has run in
+   * it (`adoptingTransaction`); `statementRan` says whether one has.
+   */
+  adopting?: {
+    statementRan: boolean;
+    setLevel: (level: IsolationLevel) => Promise<void>;
+  };
 }
 
 const activeTransaction = new AsyncLocalStorage<ActiveTransaction>();
@@ -49,7 +57,25 @@ export function transactionRunnerOf(
   dataSource: DataSource,
 ): QueryRunner | undefined {
   const active = activeTransaction.getStore();
-  return active?.dataSource === dataSource ? active.joined : undefined;
+  if (active === undefined) return undefined;
+  if (active.dataSource !== dataSource) throw new TransactionOfAnotherApp();
+  return active.joined;
+}
+
+/**
+ * A statement of one app inside a transaction another app of the same process opened: the
+ * two apps share @nestjs-cls/transactional's TransactionHost, one per process, so every
+ * app's `@Transactional()` methods open their transactions on the data source of the app
+ * started last, and their statements would run outside them, on their own.
+ */
+export class TransactionOfAnotherApp extends Error {
+  override readonly name = 'TransactionOfAnotherApp';
+
+  constructor() {
+    super(
+      'a statement ran inside a transaction that another Nest app of this process opened: @nestjs-cls/transactional keeps one TransactionHost per process, so the @Transactional() methods of every app run on the database of the app created last. Run one app per process at a time: close the first app before creating the next, or start the second as a process of its own (startServiceProcess in test/helpers/service-process.ts)',
+    );
+  }
 }
 
 /**
@@ -362,12 +388,55 @@ export class PortableDataSource extends DataSource {
         : [isolationOrWork, maybeWork!];
     const level = isolation ?? 'SERIALIZABLE';
     const joined = transactionRunnerOf(this);
-    // a savepoint of the transaction it joins, at that transaction's isolation
-    if (joined) return joined.manager.transaction(work);
+    if (joined) {
+      const active = activeTransaction.getStore()!;
+      if (active.adopting && level !== active.isolation) {
+        await this.adopt(active, level);
+      }
+      // a savepoint of the transaction it joins, at that transaction's isolation
+      return joined.manager.transaction(work);
+    }
+    return this.retried(level, work, false);
+  }
+
+  /**
+   * A transaction at the isolation level of the first transaction that joins it:
+   * `@Transactional()`'s SERIALIZABLE, `@LockingTransaction()`'s READ COMMITTED, or `fallback`
+   * while none has. For a wrapper that opens a transaction around code it does not know, as
+   * the idempotency runner does around a handler, so that the handler's rule runs at the
+   * level it was written for. A join at another level after a statement ran in it is refused,
+   * with what to do instead. Retried on conflicts as `transaction` is.
+   */
+  adoptingTransaction<T>(fallback: IsolationLevel, work: Work<T>): Promise<T> {
+    if (transactionRunnerOf(this)) return this.transaction(fallback, work);
+    return this.retried(fallback, work, true);
+  }
+
+  /** The isolation level of the transaction `active` becomes `level`, before its first statement. */
+  private async adopt(
+    active: ActiveTransaction,
+    level: IsolationLevel,
+  ): Promise<void> {
+    const adopting = active.adopting!;
+    if (adopting.statementRan) {
+      throw new Error(
+        `a ${level} transaction joined a transaction opened at ${active.isolation} after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: '${level}' })), or run no statement before calling the method that opens the ${level} transaction (docs/adding-a-module.md, "Business rules")`,
+      );
+    }
+    await adopting.setLevel(level);
+    active.isolation = level;
+    active.adopting = undefined;
+  }
+
+  private async retried<T>(
+    level: IsolationLevel,
+    work: Work<T>,
+    adopting: boolean,
+  ): Promise<T> {
     const deadline = Date.now() + this.contention.timeoutMs;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await this.runTransaction(level, deadline, work);
+        return await this.runTransaction(level, deadline, work, adopting);
       } catch (error) {
         if (!isTransactionConflict(error)) throw error;
         const delay = retryDelayMs(attempt);
@@ -383,6 +452,7 @@ export class PortableDataSource extends DataSource {
     isolation: IsolationLevel,
     deadline: number,
     work: Work<T>,
+    adopting: boolean,
   ): Promise<T> {
     const owner = this.createQueryRunner();
     const joined =
@@ -391,30 +461,60 @@ export class PortableDataSource extends DataSource {
         : (Object.create(owner, {
             release: { value: () => Promise.resolve() },
           }) as QueryRunner);
+    const active: ActiveTransaction = {
+      dataSource: this,
+      joined,
+      deadline,
+      isolation,
+    };
     try {
-      return await activeTransaction.run(
-        { dataSource: this, joined, deadline, isolation },
-        async () => {
-          // SQLite's own level is serializable, and TypeORM refuses it any other
-          await owner.startTransaction(
-            this.options.type === 'postgres' ? isolation : undefined,
-          );
-          try {
-            const result = await work(owner.manager);
-            await owner.commitTransaction();
-            this.writeCommitted();
-            return result;
-          } catch (error) {
-            if (owner.isTransactionActive) {
-              await owner.rollbackTransaction().catch(() => undefined);
-            }
-            throw error;
+      return await activeTransaction.run(active, async () => {
+        // SQLite's own level is serializable, and TypeORM refuses it any other
+        await owner.startTransaction(
+          this.options.type === 'postgres' ? isolation : undefined,
+        );
+        if (adopting) this.watchFirstStatement(owner, active);
+        try {
+          const result = await work(owner.manager);
+          await owner.commitTransaction();
+          this.writeCommitted();
+          return result;
+        } catch (error) {
+          if (owner.isTransactionActive) {
+            await owner.rollbackTransaction().catch(() => undefined);
           }
-        },
-      );
+          throw error;
+        }
+      });
     } finally {
       await owner.release();
     }
+  }
+
+  /**
+   * Marks `active` once a statement runs on `owner`, and gives it the way to change its level
+   * until then.
+   */
+  private watchFirstStatement(
+    owner: QueryRunner,
+    active: ActiveTransaction,
+  ): void {
+    const query = owner.query.bind(owner);
+    const adopting = {
+      statementRan: false,
+      setLevel: async (level: IsolationLevel) => {
+        // PostgreSQL takes it before the transaction's first statement; SQLite has one level
+        if (this.options.type === 'postgres') {
+          await query(`SET TRANSACTION ISOLATION LEVEL ${level}`);
+        }
+      },
+    };
+    owner.query = ((...args: Parameters<QueryRunner['query']>) => {
+      adopting.statementRan = true;
+      owner.query = query;
+      return query(...args);
+    }) as QueryRunner['query'];
+    active.adopting = adopting;
   }
 
   /**

@@ -56,7 +56,7 @@ export async function findForUpdate<Entity extends ObjectLiteral>(
   const isolation = transactionIsolationOf(dataSource);
   if (isolation !== 'READ COMMITTED' && isolation !== 'READ UNCOMMITTED') {
     throw new Error(
-      `${rule} runs in a ${isolation} transaction: mark the method @LockingTransaction() (READ COMMITTED); at ${isolation} PostgreSQL fails a transaction whose locked row another one changed, and it would be retried instead of waiting its turn (docs/adding-a-module.md, "Business rules")`,
+      `${rule} runs in a ${isolation} transaction: mark the method @LockingTransaction() (READ COMMITTED), and open no transaction of another level around it (a transaction that joins one runs at the level of the outermost); at ${isolation} PostgreSQL fails a transaction whose locked row another one changed, and it would be retried instead of waiting its turn (docs/adding-a-module.md, "Business rules")`,
     );
   }
   const order = Object.fromEntries(

@@ -9,7 +9,6 @@ import {
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
-import type { DataSource } from 'typeorm';
 import type { AdmittedRequest } from '../auth/request-admission';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import {
@@ -18,7 +17,10 @@ import {
 } from '../common/filters/all-exceptions.filter';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { RecordedAnswer } from '../http/recorded-answer';
-import type { IsolationLevel } from '../database/portable-data-source';
+import type {
+  IsolationLevel,
+  PortableDataSource,
+} from '../database/portable-data-source';
 import {
   fingerprintOf,
   IDEMPOTENCY_KEY_HEADER,
@@ -31,8 +33,10 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
 export interface IdempotentOptions {
   /**
-   * The isolation level of the transaction the request runs in with a key (PostgreSQL);
-   * the transactions of its service join it. SERIALIZABLE, as `@Transactional()`'s, unless said.
+   * The isolation level of the transaction the request runs in with a key (PostgreSQL); the
+   * transactions of its service join it. Unless said, the level of the first of those
+   * (`@Transactional()`'s SERIALIZABLE, `@LockingTransaction()`'s READ COMMITTED), and
+   * SERIALIZABLE when the handler opens none.
    */
   isolation?: IsolationLevel;
 }
@@ -66,12 +70,12 @@ export type KeyableRequest = RawBodyRequest<AdmittedRequest>;
 export class IdempotencyRunner {
   constructor(
     private readonly store: IdempotencyStore,
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectDataSource() private readonly dataSource: PortableDataSource,
   ) {}
 
   run(
     request: KeyableRequest,
-    isolation: IsolationLevel,
+    isolation: IsolationLevel | undefined,
     handle: () => unknown,
   ): unknown {
     const key = idempotencyKeyOf(request);
@@ -92,7 +96,7 @@ export class IdempotencyRunner {
 
   private async answer(
     keyed: KeyedRequest,
-    isolation: IsolationLevel,
+    isolation: IsolationLevel | undefined,
     request: KeyableRequest,
     handle: () => unknown,
   ): Promise<RecordedAnswer> {
@@ -109,7 +113,11 @@ export class IdempotencyRunner {
     }
     const { leaseId } = claim;
     try {
-      return await this.dataSource.transaction(isolation, async () => {
+      const inTransaction = <T>(work: () => Promise<T>) =>
+        isolation === undefined
+          ? this.dataSource.adoptingTransaction('SERIALIZABLE', work)
+          : this.dataSource.transaction(isolation, work);
+      return await inTransaction(async () => {
         const result: unknown = await keyedRequests.run(keyed, handle);
         const response = request.res as Response;
         const answer = new RecordedAnswer(

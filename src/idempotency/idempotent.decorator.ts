@@ -52,7 +52,7 @@ export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
 function RunThroughIdempotencyRunner(
   options: IdempotentOptions,
 ): MethodDecorator {
-  const isolation = options.isolation ?? 'SERIALIZABLE';
+  const { isolation } = options;
   return <T>(
     prototype: object,
     method: string | symbol,
