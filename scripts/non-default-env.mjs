@@ -54,7 +54,8 @@ const VALUES = {
   EVENTS_RETENTION: '1d',
   EVENTS_FAILED_RETENTION: '2d',
   RETENTION_INTERVAL: '1h',
-  // keys that expire, and leases that end, at once: no repeat would be replayed or held
+  // keys that expire, and leases that end, at once: no repeat would be replayed or held (a
+  // module's setting: without these, its declaration's example)
   IDEMPOTENCY_TTL: '1ms',
   IDEMPOTENCY_LEASE: '1ms',
   // an identity provider nobody can reach: readiness would say 503, and its tokens be refused
@@ -70,10 +71,13 @@ const VALUES = {
 
 const example = readFileSync(new URL('../.env.example', import.meta.url), 'utf8');
 const lines = [];
-for (const [, name, fallback] of example.matchAll(/^# ([A-Z][A-Z0-9_]*)=(.*)$/gm)) {
-  const value = VALUES[name];
+// a module's setting brings its own other value, shown in .env.example as "(for example X)"
+for (const [, description, name, fallback] of example.matchAll(/^# (.*)\n# ([A-Z][A-Z0-9_]*)=(.*)$/gm)) {
+  const value = VALUES[name] ?? /\(for example (.+)\)$/.exec(description)?.[1];
   if (value === undefined || value === fallback) {
-    console.error(`scripts/non-default-env.mjs: give ${name} a value other than its default (${fallback || 'unset'})`);
+    console.error(
+      `scripts/non-default-env.mjs: give ${name} a value other than its default (${fallback || 'unset'}): in VALUES here, or as the example of its declaration`,
+    );
     process.exit(1);
   }
   lines.push(`${name}=${value}`);

@@ -38,15 +38,6 @@ export interface AppConfig {
   /** Where Prometheus scrapes `/metrics`, on HOST; undefined: no metrics are served. */
   metricsPort?: number;
   rateLimit: RateLimitConfig;
-  idempotency: IdempotencyConfig;
-}
-
-/** Idempotency-Key (docs/decisions.md, "Idempotency keys"). */
-export interface IdempotencyConfig {
-  /** A key and its stored answer are kept this long. */
-  ttlMs: number;
-  /** How long a request holds its key against repeats before a repeat may take it over. */
-  leaseMs: number;
 }
 
 export interface RateLimitConfig {
@@ -94,10 +85,6 @@ export function readAppConfig(env: NodeJS.ProcessEnv): AppConfig {
       perAddress: read.RATE_LIMIT_PER_ADDRESS,
       badTokens: read.RATE_LIMIT_BAD_TOKENS,
       badTokenBlockMs: read.RATE_LIMIT_BAD_TOKEN_BLOCK,
-    },
-    idempotency: {
-      ttlMs: read.IDEMPOTENCY_TTL,
-      leaseMs: read.IDEMPOTENCY_LEASE,
     },
   };
 }

@@ -12,7 +12,7 @@ export class ConfigError extends StartupError {
 }
 
 /** How a variable is written: its schema, and what the error says it must be. */
-interface Kind<T> {
+export interface Kind<T> {
   schema: z.ZodType<T, string>;
   must: string;
   /** Its value may hold a password: errors show it with the credentials hidden. */
@@ -26,32 +26,38 @@ interface VariableMeta {
   description: string;
   must: string;
   secret: boolean;
+  /** A value other than the default (a module's setting): shown in `.env.example`. */
+  example?: string;
 }
 
 /**
  * A variable: unset or empty takes `fallback`, which is then read like any written value, so
  * defaults and settings go through the same checks and units.
  */
-function variable<T>(
+export function variable<T>(
   kind: Kind<T>,
   fallback: string,
   description: string,
+  example?: string,
 ): z.ZodType<T>;
-function variable<T>(
+export function variable<T>(
   kind: Kind<T>,
   fallback: undefined,
   description: string,
+  example?: string,
 ): z.ZodType<T | undefined>;
-function variable<T>(
+export function variable<T>(
   kind: Kind<T>,
   fallback: string | undefined,
   description: string,
+  example?: string,
 ): z.ZodType<T | undefined> {
   const meta: VariableMeta = {
     fallback,
     description,
     must: kind.must,
     secret: kind.secret ?? false,
+    ...(example !== undefined && { example }),
   };
   return z
     .preprocess(
@@ -564,16 +570,6 @@ export const ENVIRONMENT_SCHEMA = z.object({
     '10m',
     'How often old events and deliveries are looked for',
   ),
-  IDEMPOTENCY_TTL: variable(
-    duration(),
-    '24h',
-    'An Idempotency-Key and its answer are kept this long; a repeat within it gets the stored answer',
-  ),
-  IDEMPOTENCY_LEASE: variable(
-    duration(),
-    '10s',
-    'A request holding an Idempotency-Key keeps it from its repeats this long at most, should its process die',
-  ),
   OIDC_ISSUER: variable(
     identityProviderUrl,
     undefined,
@@ -620,11 +616,72 @@ export type Environment = z.output<typeof ENVIRONMENT_SCHEMA>;
 
 type RawEnvironment = Record<string, string | undefined>;
 
+/** The kinds a module's settings are written in (src/config/module-settings.ts). */
+export const SETTING_KINDS = {
+  integer,
+  duration,
+  byteSize,
+  choice,
+  text,
+  boolean,
+  httpUrl,
+};
+
+/** The settings each module declares in its folder, by module, in the order declared. */
+const MODULE_SETTINGS = new Map<string, Record<string, z.ZodType>>();
+let schemaWithModules: z.ZodObject | undefined;
+
+/**
+ * Adds a module's settings to those the service reads and checks at boot, `.env.example` and
+ * the unknown-setting warnings (src/config/module-settings.ts). A name that the service or
+ * another module has already is refused when the module's file loads.
+ */
+export function declareModuleSettings(
+  module: string,
+  shape: Record<string, z.ZodType>,
+): void {
+  for (const name of Object.keys(shape)) {
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name)) {
+      throw new ConfigError(
+        `the setting ${name} of the module ${module} must be written in capitals, digits and underscores, as CARE_OVERDUE_INTERVAL`,
+      );
+    }
+    const owner =
+      name in ENVIRONMENT_SCHEMA.shape
+        ? 'the service itself'
+        : [...MODULE_SETTINGS].find(
+            ([other, settings]) => other !== module && name in settings,
+          )?.[0];
+    if (owner !== undefined) {
+      throw new ConfigError(
+        `the setting ${name} of the module ${module} is already declared by ${owner}: give it a name of its own, starting with the module's (${module.toUpperCase().replaceAll('-', '_')}_)`,
+      );
+    }
+  }
+  MODULE_SETTINGS.set(module, shape);
+  schemaWithModules = undefined;
+}
+
+/** The modules that declared settings, with their names. */
+export function moduleSettingNames(): [module: string, names: string[]][] {
+  return [...MODULE_SETTINGS].map(([module, shape]) => [
+    module,
+    Object.keys(shape),
+  ]);
+}
+
+/** Every setting the service reads: its own, then the modules'. */
+function fullSchema(): z.ZodObject {
+  return (schemaWithModules ??= ENVIRONMENT_SCHEMA.extend(
+    Object.assign({}, ...MODULE_SETTINGS.values()) as Record<string, z.ZodType>,
+  ));
+}
+
 /** Where a variable's value came from, when not the process environment (`.env`). */
 const SOURCES = new WeakMap<object, Map<string, string>>();
 
-function metaOf(name: string): VariableMeta {
-  const shape = ENVIRONMENT_SCHEMA.shape as Record<string, z.ZodType>;
+export function metaOf(name: string): VariableMeta {
+  const shape = fullSchema().shape as Record<string, z.ZodType>;
   return shape[name].meta() as unknown as VariableMeta;
 }
 
@@ -646,7 +703,7 @@ function describeIssue(issue: z.core.$ZodIssue, env: RawEnvironment): string {
  */
 export function parseEnvironment(env: RawEnvironment): Environment {
   // with the input of each issue, which names the wrong item of a list
-  const result = ENVIRONMENT_SCHEMA.safeParse(env, { reportInput: true });
+  const result = fullSchema().safeParse(env, { reportInput: true });
   if (!result.success) {
     const firstPerVariable = new Map<string, z.core.$ZodIssue>();
     for (const issue of result.error.issues) {
@@ -659,22 +716,23 @@ export function parseEnvironment(env: RawEnvironment): Environment {
         .join('\n'),
     );
   }
-  return result.data;
+  return result.data as Environment;
 }
 
-const KNOWN_VARIABLES = Object.keys(ENVIRONMENT_SCHEMA.shape);
-
 /** The families of settings (`WEBHOOKS_...`): a prefix that two or more of them share. */
-const FAMILY_PREFIXES = [
-  ...new Set(
-    KNOWN_VARIABLES.filter((name) => name.includes('_'))
-      .map((name) => name.slice(0, name.indexOf('_') + 1))
-      .filter(
-        (prefix, _, prefixes) =>
-          prefixes.filter((other) => other === prefix).length > 1,
-      ),
-  ),
-];
+function familyPrefixes(known: string[]): string[] {
+  return [
+    ...new Set(
+      known
+        .filter((name) => name.includes('_'))
+        .map((name) => name.slice(0, name.indexOf('_') + 1))
+        .filter(
+          (prefix, _, prefixes) =>
+            prefixes.filter((other) => other === prefix).length > 1,
+        ),
+    ),
+  ];
+}
 
 /**
  * A warning for each variable that looks meant for the service but is none of its settings:
@@ -682,13 +740,15 @@ const FAMILY_PREFIXES = [
  * name (`RATE_LIMT_PER_TOKEN`). Such a variable is ignored, so the mistake would go unseen.
  */
 export function unknownSettingWarnings(env: RawEnvironment): string[] {
+  const knownVariables = Object.keys(fullSchema().shape);
+  const prefixes = familyPrefixes(knownVariables);
   const warnings: string[] = [];
   for (const name of Object.keys(env)) {
-    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || KNOWN_VARIABLES.includes(name)) {
+    if (!/^[A-Z][A-Z0-9_]*$/.test(name) || knownVariables.includes(name)) {
       continue;
     }
-    let closest = KNOWN_VARIABLES[0];
-    for (const known of KNOWN_VARIABLES) {
+    let closest = knownVariables[0];
+    for (const known of knownVariables) {
       if (leven(name, known) < leven(name, closest)) closest = known;
     }
     const source = SOURCES.get(env)?.get(name);
@@ -698,7 +758,7 @@ export function unknownSettingWarnings(env: RawEnvironment): string[] {
     const near =
       (name.length >= 5 || source !== undefined) &&
       leven(name, closest) <= Math.max(2, Math.floor(closest.length / 6));
-    if (near || FAMILY_PREFIXES.some((prefix) => name.startsWith(prefix))) {
+    if (near || prefixes.some((prefix) => name.startsWith(prefix))) {
       warnings.push(
         `${name}${source ? ` (set in ${source})` : ''} is not a setting of the plant store and is ignored; the closest one is ${closest}`,
       );
@@ -740,16 +800,47 @@ export function mergeEnvFile(
   SOURCES.set(env, sources);
 }
 
-/** `.env.example`: every variable, commented out at its default, under its meaning. */
+/**
+ * The table of the modules' settings in docs/configuration.md, between its markers: each one's
+ * name, default and meaning, and its module.
+ */
+export function renderModuleSettingsTable(): string {
+  const rows = moduleSettingNames().flatMap(([module, names]) =>
+    names.map((name) => {
+      const { fallback, description } = metaOf(name);
+      const shown = fallback === undefined ? '(none)' : `\`${fallback}\``;
+      return `| \`${name}\` | ${shown} | ${description} | [${module}](../src/${module}) |`;
+    }),
+  );
+  return [
+    '| setting | default | what | module |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n');
+}
+
+/**
+ * `.env.example`: every variable, commented out at its default, under its meaning; the
+ * service's own, then each module's under its name, with an example of another value.
+ */
 export function renderEnvExample(): string {
-  const sections = Object.keys(ENVIRONMENT_SCHEMA.shape).map((name) => {
-    const { fallback, description } = metaOf(name);
-    return `# ${description}\n# ${name}=${fallback ?? ''}\n`;
-  });
+  const entry = (name: string) => {
+    const { fallback, description, example } = metaOf(name);
+    const other = example === undefined ? '' : ` (for example ${example})`;
+    return `# ${description}${other}\n# ${name}=${fallback ?? ''}\n`;
+  };
+  const modules = moduleSettingNames().map(
+    ([module, names]) =>
+      `# --- the ${module} module (src/${module}) ---\n\n${names.map(entry).join('\n')}`,
+  );
   return [
     '# The plant store reads .env from its working directory; the environment wins over it.',
-    '# Every variable, at its default. Generated from src/config/environment.ts.',
+    '# Every variable, at its default. Generated by `npm run config:generate` from',
+    "# src/config/environment.ts and each module's *.settings.ts.",
     '',
-    sections.join('\n'),
+    [
+      Object.keys(ENVIRONMENT_SCHEMA.shape).map(entry).join('\n'),
+      ...modules,
+    ].join('\n'),
   ].join('\n');
 }

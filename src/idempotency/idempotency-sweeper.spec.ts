@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
-import type { AppConfig } from '../config/app.config';
 import {
   IdempotencySweeper,
   SWEEP_BATCH,
   SWEEP_BATCHES_PER_RUN,
 } from './idempotency-sweeper';
 import type { IdempotencyStore } from './idempotency.store';
+import type { IdempotencySettings } from './idempotency.settings';
 
 /** A store of `expired` keys, each sweep deleting up to its batch of them. */
 function storeOf(expired: number) {
@@ -22,9 +22,10 @@ function storeOf(expired: number) {
   return store;
 }
 
-const config = {
-  idempotency: { ttlMs: 24 * 3600_000, leaseMs: 30_000 },
-} as AppConfig;
+const settings: IdempotencySettings = {
+  IDEMPOTENCY_TTL: 24 * 3600_000,
+  IDEMPOTENCY_LEASE: 30_000,
+};
 
 describe('IdempotencySweeper', () => {
   beforeEach(() => {
@@ -42,7 +43,7 @@ describe('IdempotencySweeper', () => {
       storeOf(
         SWEEP_BATCH * SWEEP_BATCHES_PER_RUN + 1,
       ) as unknown as IdempotencyStore,
-      config,
+      settings,
     );
     const first = sweeper.sweep(new Date());
     await jest.advanceTimersByTimeAsync(1000);

@@ -1,5 +1,4 @@
 import { Inject, Logger } from '@nestjs/common';
-import { appConfig, type AppConfig } from '../config/app.config';
 import {
   Job,
   type JobRun,
@@ -7,6 +6,10 @@ import {
   type PeriodicJob,
 } from '../jobs/job.decorator';
 import { IdempotencyStore } from './idempotency.store';
+import {
+  idempotencySettings,
+  type IdempotencySettings,
+} from './idempotency.settings';
 
 /** Keys one statement deletes: short enough that no lock is held for long. */
 export const SWEEP_BATCH = 1000;
@@ -29,10 +32,10 @@ export class IdempotencySweeper implements PeriodicJob {
 
   constructor(
     private readonly store: IdempotencyStore,
-    @Inject(appConfig.KEY) config: AppConfig,
+    @Inject(idempotencySettings.KEY) settings: IdempotencySettings,
   ) {
     this.schedule = {
-      every: Math.min(SWEEP_INTERVAL_MS, config.idempotency.ttlMs),
+      every: Math.min(SWEEP_INTERVAL_MS, settings.IDEMPOTENCY_TTL),
     };
   }
 

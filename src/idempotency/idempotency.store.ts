@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { appConfig, type AppConfig } from '../config/app.config';
+import {
+  idempotencySettings,
+  type IdempotencySettings,
+} from './idempotency.settings';
 import { EntitySql } from '../database/entity-sql';
 import { IdempotentRequest } from './idempotent-request.entity';
 import { RecordedAnswer } from '../http/recorded-answer';
@@ -45,7 +48,8 @@ export class IdempotencyStore {
 
   constructor(
     @InjectDataSource() dataSource: DataSource,
-    @Inject(appConfig.KEY) private readonly config: AppConfig,
+    @Inject(idempotencySettings.KEY)
+    private readonly settings: IdempotencySettings,
   ) {
     this.keys = new EntitySql(dataSource, IdempotentRequest);
     const $ = this.keys.parameter;
@@ -80,7 +84,8 @@ export class IdempotencyStore {
 
   /** Leases the key to this attempt, or says why not. */
   async claim(request: KeyedRequest, now = new Date()): Promise<Claim> {
-    const { ttlMs, leaseMs } = this.config.idempotency;
+    const { IDEMPOTENCY_TTL: ttlMs, IDEMPOTENCY_LEASE: leaseMs } =
+      this.settings;
     const at = (ms: number) => this.keys.stored('createdAt', new Date(ms));
     // a key freed between the two statements (swept, released) is claimed again
     for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt += 1) {

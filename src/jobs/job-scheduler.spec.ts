@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import type { AppConfig } from '../config/app.config';
 import { IdempotencySweeper } from '../idempotency/idempotency-sweeper';
 import {
   SWEEP_BATCH,
@@ -223,7 +222,7 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
           return Promise.resolve(deleted);
         },
       } as unknown as IdempotencyStore,
-      { idempotency: { ttlMs: 24 * 3600_000 } } as AppConfig,
+      { IDEMPOTENCY_TTL: 24 * 3600_000, IDEMPOTENCY_LEASE: 10_000 },
     );
     const row = new MemoryRow();
     const loops = ['a', 'b'].map((instance) =>
