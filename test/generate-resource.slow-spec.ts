@@ -130,7 +130,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       `nest g resource garden-beds took ${Date.now() - started} ms\n`,
     );
     expect(generated.stderr).toBe('');
-    expect(filesUnder('src/garden-beds')).toHaveLength(12);
+    expect(filesUnder('src/garden-beds')).toHaveLength(13);
     expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
       '  /garden-beds/{id}:',
     );
@@ -342,12 +342,12 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       ]).toEqual([
         201,
         `${service.baseUrl}/garden-beds/42`,
-        '{"id":42,"name":"North garden bed"}',
+        '{"id":42,"name":"North garden bed","version":1}',
       ]);
       const list = await call('GET', '/garden-beds', tokens.reader);
       expect([list.status, await list.text()]).toEqual([
         200,
-        '[{"id":42,"name":"North garden bed"}]',
+        '[{"id":42,"name":"North garden bed","version":1}]',
       ]);
       const read = await call('GET', '/garden-beds/42', tokens.reader);
       expect(read.status).toBe(200);

@@ -78,6 +78,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'dto/create-fixture-seed-tray.dto.ts',
           'dto/fixture-seed-tray.dto.ts',
           'dto/list-fixture-seed-trays-query.dto.ts',
+          'dto/update-fixture-seed-tray.dto.ts',
           'fixture-seed-tray.entity.ts',
           'fixture-seed-tray.events.ts',
           'fixture-seed-tray.scopes.ts',
@@ -132,19 +133,20 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       }
     });
 
-    it('writes the four operations, each behind its scope, with a client-chosen int64 id', () => {
+    it('writes the five operations, each behind its scope, with a client-chosen int64 id', () => {
       const controller = tree.readContent(
         'src/fixture-seed-trays/fixture-seed-trays.controller.ts',
       );
       const routes = [
         ...controller.matchAll(
-          /@(Get|Post|Delete)\((?:'([^']*)')?\)\n(?: {2}@HttpCode\(HttpStatus\.\w+\)\n)? {2}@RequireScopes\('([^']+)'\)/g,
+          /@(Get|Post|Patch|Delete)\((?:'([^']*)')?\)\n(?: {2}@HttpCode\(HttpStatus\.\w+\)\n)? {2}@RequireScopes\('([^']+)'\)/g,
         ),
       ].map(([, verb, path, scope]) => `${verb} ${path ?? ''} ${scope}`);
       expect(routes).toEqual([
         'Get  fixture-seed-trays:read',
         'Post  fixture-seed-trays:write',
         'Get :id fixture-seed-trays:read',
+        'Patch :id fixture-seed-trays:write',
         'Delete :id fixture-seed-trays:write',
       ]);
       expect(controller).toContain("@Controller('fixture-seed-trays')");
@@ -180,10 +182,10 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           `src/fixture-seed-trays/migrations/${engine}/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
         );
       expect(migration('sqlite')).toContain(
-        'CREATE TABLE "fixture_seed_trays" ("id" bigint PRIMARY KEY NOT NULL, "name" text NOT NULL)',
+        'CREATE TABLE "fixture_seed_trays" ("id" bigint PRIMARY KEY NOT NULL, "name" text NOT NULL, "version" integer NOT NULL)',
       );
       expect(migration('postgres')).toMatch(
-        /CREATE TABLE "fixture_seed_trays" \("id" bigint NOT NULL, "name" text NOT NULL, CONSTRAINT "PK_\w+" PRIMARY KEY \("id"\)\)/,
+        /CREATE TABLE "fixture_seed_trays" \("id" bigint NOT NULL, "name" text NOT NULL, "version" integer NOT NULL, CONSTRAINT "PK_\w+" PRIMARY KEY \("id"\)\)/,
       );
       for (const engine of ['sqlite', 'postgres']) {
         expect(migration(engine)).toContain(
@@ -449,6 +451,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'dto/create-fixture-soil-test.dto.ts',
           'dto/fixture-soil-test.dto.ts',
           'dto/list-fixture-soil-tests-query.dto.ts',
+          'dto/update-fixture-soil-test.dto.ts',
           'fixture-soil-test.entity.ts',
           'fixture-soil-test.events.ts',
           'fixture-soil-tests.controller.ts',

@@ -1,6 +1,7 @@
 import {
   Column,
   PrimaryColumn,
+  VersionColumn,
   type ColumnOptions,
   type PrimaryColumnOptions,
   type ValueTransformer,
@@ -47,6 +48,17 @@ export function SmallIntegerColumn(
 ): PropertyDecorator {
   return Column({
     ...options,
+    type: 'integer',
+    transformer: smallIntegerTransformer,
+  });
+}
+
+/**
+ * A resource's version (docs/decisions.md, "Updates"): 1 when inserted, one more at each
+ * `update()` of TypeORM's, which also checks it when the criteria name it, as a number.
+ */
+export function VersionNumberColumn(): PropertyDecorator {
+  return VersionColumn({
     type: 'integer',
     transformer: smallIntegerTransformer,
   });

@@ -1,0 +1,127 @@
+import { applyDecorators, HttpStatus } from '@nestjs/common';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
+import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
+import { ErrorBody } from '../errors/error-body.dto';
+import { errorExamples } from '../errors/error-examples';
+
+/**
+ * Updates without lost updates (docs/decisions.md, "Updates"): each resource that can be
+ * changed has a version, 1 when created and one more at each change, in its body and as its
+ * ETag (`"3"`). A change must name the version it was made from in `If-Match`; the database
+ * applies it only to that version, in one conditional write.
+ */
+
+/** A version as its ETag: a strong validator, the number in quotes. */
+export function etagOf(version: number): string {
+  return `"${version}"`;
+}
+
+/** The `ETag` header of an answer that carries a resource, for its documentation. */
+export const ETAG_HEADER = {
+  ETag: {
+    description:
+      'The version of the resource in this answer: send it in `If-Match` to change it, or in `If-None-Match` to read it again only if it changed',
+    schema: { type: 'string', pattern: '^"[1-9][0-9]*"$' },
+  },
+};
+
+const A_STRONG_ETAG = /^"([1-9]\d{0,14})"$/;
+
+/**
+ * The versions an `If-Match` header names (one, or a list), for a change of `what`: without
+ * one, 428 saying how to get it. `*` is refused too, since it would overwrite changes the
+ * client has not seen; an entity tag that is no version of ours matches none (412 follows).
+ */
+export function versionsOf(
+  ifMatch: string | undefined,
+  what: string,
+): number[] {
+  const refuse = (why: string) =>
+    new HttpErrorWithHeaders(
+      HttpStatus.PRECONDITION_REQUIRED,
+      `${why}: send the ETag of the ${what} as you last read it (a GET answers it), so that a change made since is not overwritten`,
+      {},
+    );
+  const sent = ifMatch?.trim();
+  if (!sent) throw refuse(`If-Match is required to change a ${what}`);
+  if (sent === '*') throw refuse(`If-Match: * would overwrite any ${what}`);
+  return sent
+    .split(',')
+    .map((tag) => A_STRONG_ETAG.exec(tag.trim())?.[1])
+    .filter((digits) => digits !== undefined)
+    .map(Number);
+}
+
+/** 412: the resource is no longer at a version the change was made from; its ETag now. */
+export function staleVersion(
+  what: string,
+  versions: number[],
+  current: number,
+): HttpErrorWithHeaders {
+  const now = etagOf(current);
+  const stale =
+    versions.length > 0
+      ? `the ${what} has changed since the version If-Match names (${versions.map(etagOf).join(', ')}); it is now ${now}`
+      : `If-Match names no version of the ${what} (an ETag is a number in quotes); it is now ${now}`;
+  return new HttpErrorWithHeaders(
+    HttpStatus.PRECONDITION_FAILED,
+    `${stale}: read it again, make your change to it, and send it with If-Match: ${now}`,
+    { ETag: now },
+  );
+}
+
+/**
+ * A change guarded by `If-Match`, in the document: the header, required, and its 412 and 428
+ * answers, with their messages.
+ */
+export function ApiIfMatch(what: string): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'If-Match',
+      required: true,
+      description: `The ETag of the ${what} as you last read it: the change applies only to that version`,
+      schema: { type: 'string', pattern: '^"[1-9][0-9]*"(, *"[1-9][0-9]*")*$' },
+    }),
+    ApiResponse({
+      status: HttpStatus.PRECONDITION_FAILED,
+      description: `The ${what} has changed since that version, and nothing was changed; \`ETag\` is its version now`,
+      type: ErrorBody,
+      headers: ETAG_HEADER,
+      examples: errorExamples(HttpStatus.PRECONDITION_FAILED, {
+        'Changed since': `the ${what} has changed since the version If-Match names ("1"); it is now "2": read it again, make your change to it, and send it with If-Match: "2"`,
+      }),
+    }),
+    ApiResponse({
+      status: HttpStatus.PRECONDITION_REQUIRED,
+      description: 'No `If-Match`, and nothing was changed',
+      type: ErrorBody,
+      examples: errorExamples(HttpStatus.PRECONDITION_REQUIRED, {
+        'No If-Match': `If-Match is required to change a ${what}: send the ETag of the ${what} as you last read it (a GET answers it), so that a change made since is not overwritten`,
+      }),
+    }),
+  );
+}
+
+/**
+ * A read that answers 304 when the resource is still at the version `If-None-Match` names
+ * (express does it from the `ETag` the handler sets), in the document.
+ */
+export function ApiIfNoneMatch(what: string): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'If-None-Match',
+      required: false,
+      description: `The ETag of the ${what} as you last read it: if it is still at that version, 304 and no body`,
+      schema: {
+        type: 'string',
+        maxLength: 1000,
+        pattern: '^(\\*|(W/)?"[^"]*"( *, *(W/)?"[^"]*")*)$',
+      },
+    }),
+    ApiResponse({
+      status: HttpStatus.NOT_MODIFIED,
+      description: `The ${what} is still at the version \`If-None-Match\` names`,
+      headers: ETAG_HEADER,
+    }),
+  );
+}
