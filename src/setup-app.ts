@@ -77,9 +77,20 @@ export async function createApp({
     front.push(
       corsHeaders({
         origin: config.corsOrigins,
-        allowedHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+        // a browser sends what the API reads, and reads what it answers: keys, versions
+        allowedHeaders: [
+          'Authorization',
+          'Content-Type',
+          'X-Request-Id',
+          'Idempotency-Key',
+          'If-Match',
+          'If-None-Match',
+        ],
         exposedHeaders: [
           'Link',
+          'Location',
+          'ETag',
+          'Idempotent-Replayed',
           'X-Request-Id',
           'Retry-After',
           'WWW-Authenticate',

@@ -154,6 +154,24 @@ describe('hardening', () => {
       );
     });
 
+    it('lets a page read the headers the API answers with', async () => {
+      const response = await testApp
+        .http()
+        .get('/health/live')
+        .set('Origin', 'https://app.example.com');
+      expect(
+        response.headers['access-control-expose-headers'].split(','),
+      ).toEqual(
+        expect.arrayContaining([
+          'Link',
+          'Location',
+          'ETag',
+          'Idempotent-Replayed',
+          'Retry-After',
+        ]),
+      );
+    });
+
     it('names no other origin', async () => {
       const response = await testApp
         .http()
@@ -174,7 +192,7 @@ describe('hardening', () => {
         'https://app.example.com',
       );
       expect(response.headers['access-control-allow-headers']).toBe(
-        'Authorization,Content-Type,X-Request-Id',
+        'Authorization,Content-Type,X-Request-Id,Idempotency-Key,If-Match,If-None-Match',
       );
       // charged to its address, as any request without a token
       expect(response.headers['ratelimit-limit']).toBeDefined();
