@@ -13,6 +13,7 @@ import { appConfig } from './config/app.config';
 import { databaseConfig } from './config/database.config';
 import { webhooksConfig } from './config/webhooks.config';
 import { DatabaseModule } from './database/database.module';
+import { EventHandlersModule } from './events/event-handlers.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { JobsModule } from './jobs/jobs.module';
@@ -33,6 +34,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     AuthModule,
     IdempotencyModule,
     JobsModule,
+    EventHandlersModule,
     // feature modules
     PlantsModule,
     HealthModule,

@@ -56,6 +56,93 @@ export default async () => {
           },
         ],
         [
+          import('./events/event-handler.entity'),
+          {
+            EventHandlerState: {
+              name: {
+                required: true,
+                type: () => String,
+                description:
+                  'As `@EventHandler()` declares it: `care.plant-deleted`.',
+              },
+              eventTypes: {
+                required: true,
+                type: () => String,
+                description: 'The event types it handles, comma-separated.',
+              },
+              cursor: {
+                required: true,
+                type: () => BigInt,
+                description:
+                  'The place in the log of the last event it handled, or passed over.',
+              },
+              leasedBy: { required: true, type: () => String, nullable: true },
+              leasedUntil: { required: true, type: () => Date, nullable: true },
+              failures: {
+                required: true,
+                type: () => Number,
+                description:
+                  'Failed attempts in a row at the event after the cursor.',
+              },
+              retryAt: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description: 'No attempt before this, after a failure.',
+              },
+              lastError: { required: true, type: () => String, nullable: true },
+              seenAt: {
+                required: true,
+                type: () => Date,
+                description:
+                  'When an instance last ran it: a handler no release declares any more retires.',
+              },
+            },
+          },
+        ],
+        [
+          import('./events/event-log.entity'),
+          {
+            EventLog: {
+              id: { required: true, type: () => Number },
+              lastSeq: { required: true, type: () => BigInt },
+            },
+          },
+        ],
+        [
+          import('./events/outbox-event.entity'),
+          {
+            OutboxEvent: {
+              id: {
+                required: true,
+                type: () => String,
+                description:
+                  '`evt_` and 32 hexadecimal digits, made by the trigger.',
+              },
+              type: {
+                required: true,
+                type: () => String,
+                description:
+                  'A declared event type (EventCatalogue), such as `plant.added`.',
+              },
+              payload: {
+                required: true,
+                type: () => String,
+                description:
+                  "The changed row's columns as a JSON object, NULL for a column without a value.",
+              },
+              createdAt: { required: true, type: () => Date },
+              seq: {
+                required: true,
+                type: () => BigInt,
+                nullable: true,
+                description:
+                  "Its place in the event log; null until the dispatcher's sequencing gives it one.",
+              },
+            },
+          },
+        ],
+        [
           import('./health/dto/health-status.dto'),
           {
             HealthStatusDto: {
@@ -173,48 +260,6 @@ export default async () => {
                 required: true,
                 type: () => String,
                 nullable: true,
-              },
-            },
-          },
-        ],
-        [
-          import('./events/event-log.entity'),
-          {
-            EventLog: {
-              id: { required: true, type: () => Number },
-              lastSeq: { required: true, type: () => BigInt },
-            },
-          },
-        ],
-        [
-          import('./events/outbox-event.entity'),
-          {
-            OutboxEvent: {
-              id: {
-                required: true,
-                type: () => String,
-                description:
-                  '`evt_` and 32 hexadecimal digits, made by the trigger.',
-              },
-              type: {
-                required: true,
-                type: () => String,
-                description:
-                  'A declared event type (EventCatalogue), such as `plant.added`.',
-              },
-              payload: {
-                required: true,
-                type: () => String,
-                description:
-                  "The changed row's columns as a JSON object, NULL for a column without a value.",
-              },
-              createdAt: { required: true, type: () => Date },
-              seq: {
-                required: true,
-                type: () => BigInt,
-                nullable: true,
-                description:
-                  "Its place in the event log; null until the dispatcher's sequencing gives it one.",
               },
             },
           },

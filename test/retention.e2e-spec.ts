@@ -12,6 +12,8 @@ import {
 } from '../src/webhooks/webhook-delivery.entity';
 import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
 import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
+import { EventHandlerState } from '../src/events/event-handler.entity';
+import { HANDLER_RETIRED_AFTER_MS } from '../src/events/event-handlers';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 
@@ -300,6 +302,39 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
       expect(
         (await source.getRepository(OutboxEvent).find()).map(({ id }) => id),
       ).toEqual(['evt_3']);
+    } finally {
+      await app.close();
+    }
+  });
+  it('keeps the events a live event handler has not handled, and lets a retired one go', async () => {
+    const app = await startTestApp({ env: { EVENTS_RETENTION: '1h' } });
+    try {
+      await app.app.get(WebhookDispatcher).beforeApplicationShutdown();
+      await bootRunDone(app);
+      const source = app.app.get(DataSource);
+      await source.getRepository(EventHandlerState).insert({
+        name: 'fixture.behind',
+        eventTypes: 'plant.added',
+        cursor: 0n,
+        seenAt: new Date(),
+      });
+      await source.getRepository(OutboxEvent).insert({
+        id: 'evt_behind',
+        type: 'plant.added',
+        payload: '{}',
+        createdAt: new Date(Date.now() - 2 * HOUR),
+        seq: 1n,
+      });
+      const retention = app.app.get(RetentionService);
+      expect((await retention.prune(new Date())).events).toBe(0);
+      // no instance has run it for longer than HANDLER_RETIRED_AFTER_MS: retired
+      await source
+        .getRepository(EventHandlerState)
+        .update(
+          { name: 'fixture.behind' },
+          { seenAt: new Date(Date.now() - HANDLER_RETIRED_AFTER_MS - HOUR) },
+        );
+      expect((await retention.prune(new Date())).events).toBe(1);
     } finally {
       await app.close();
     }

@@ -117,6 +117,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly eventHandlerRuns = new Counter({
+    name: 'plant_store_event_handler_events_total',
+    help: 'Events handled by in-process event handlers on this instance, by handler and outcome: handled, failed (tried again later)',
+    labelNames: ['handler', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly queryDuration = new Histogram({
     name: 'db_client_operation_duration_seconds',
     help: 'Duration of database statements',

@@ -7,8 +7,11 @@ import {
   Not,
   Repository,
   type ObjectLiteral,
+  type SelectQueryBuilder,
 } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
+import { EventHandlerState } from '../events/event-handler.entity';
+import { HANDLER_RETIRED_AFTER_MS } from '../events/event-handlers';
 import { OutboxEvent } from '../events/outbox-event.entity';
 import {
   Job,
@@ -111,12 +114,9 @@ export class RetentionService implements PeriodicJob {
         before(this.config.failedRetentionMs),
         run,
       ));
-    // the events every active subscription's cursor has passed; with none active, every one
-    const { lowest } = (await this.subscriptions
-      .createQueryBuilder('subscription')
-      .select('MIN(subscription.cursor)', 'lowest')
-      .where('subscription.removed_at IS NULL')
-      .getRawOne<{ lowest: string | bigint | null }>())!;
+    // the events every active subscription's and live handler's cursor has passed; with
+    // neither, every one
+    const lowest = await this.lowestCursor(now);
     const events = await this.inBatches(
       run,
       (batch) => {
@@ -136,6 +136,36 @@ export class RetentionService implements PeriodicJob {
       (ids) => this.deleteIds(this.events, ids),
     );
     return { givenUp, cursorsMoved, deliveries, events };
+  }
+
+  /** The lowest cursor of the active subscriptions and the live event handlers; null with none. */
+  private async lowestCursor(now: Date): Promise<bigint | null> {
+    const lowestOf = async (
+      rows: SelectQueryBuilder<ObjectLiteral>,
+    ): Promise<bigint | null> => {
+      const { lowest } = (await rows
+        .select('MIN(consumer.cursor)', 'lowest')
+        .getRawOne<{ lowest: string | bigint | null }>())!;
+      return lowest === null ? null : BigInt(lowest);
+    };
+    const cursors = [
+      await lowestOf(
+        this.subscriptions
+          .createQueryBuilder('consumer')
+          .where('consumer.removed_at IS NULL'),
+      ),
+      await lowestOf(
+        this.subscriptions.manager
+          .getRepository(EventHandlerState)
+          .createQueryBuilder('consumer')
+          .where('consumer.seen_at > :since', {
+            since: new Date(now.getTime() - HANDLER_RETIRED_AFTER_MS),
+          }),
+      ),
+    ].filter((cursor) => cursor !== null);
+    return cursors.length === 0
+      ? null
+      : cursors.reduce((low, cursor) => (cursor < low ? cursor : low));
   }
 
   /**

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { EventHandlerState } from './event-handler.entity';
+import { EventHandlers } from './event-handlers';
+import { EventsModule } from './events.module';
+
+/**
+ * Runs the `@EventHandler()` providers of every module (docs/adding-a-module.md, "Reacting to
+ * events"). A module declares a handler as one of its providers; nothing else is registered.
+ */
+@Module({
+  imports: [
+    DiscoveryModule,
+    EventsModule,
+    TypeOrmModule.forFeature([EventHandlerState]),
+  ],
+  providers: [EventHandlers],
+})
+export class EventHandlersModule {}

@@ -1,0 +1,183 @@
+import { join } from 'node:path';
+import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
+import {
+  startFixtureProcess,
+  type FixtureProcess,
+} from './helpers/fixture-process';
+import { testLimit } from './helpers/pace';
+import { createTestDatabase } from './helpers/postgres';
+import {
+  databaseReader,
+  ENGINE,
+  makeTempFolder,
+  startTestApp,
+  type TestApp,
+} from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
+
+interface Removal {
+  plant_id: bigint;
+  seq: bigint;
+  instance: bigint | number;
+}
+
+// A module reacting to another's events, in the service, from the event log
+// (docs/decisions.md, "Reacting to events"), through test/fixtures/reactions: it records
+// each deleted plant.
+describe(`event handlers (${ENGINE})`, () => {
+  describe('in one instance', () => {
+    let testApp: TestApp;
+    let token: string;
+
+    beforeAll(async () => {
+      // no webhook subscription: the handler alone wants plant.deleted
+      testApp = await startTestApp({ imports: [ReactionsFixtureModule] });
+      token = await testApp.issueToken();
+    });
+
+    afterAll(() => testApp.close());
+
+    const addAndDelete = async (id: number, name: string) => {
+      await testApp
+        .http()
+        .post('/plants')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ id, name })
+        .expect(200);
+      await testApp
+        .http()
+        .delete(`/plants/${id}`)
+        .set('Authorization', `Bearer ${token}`)
+        .expect(204);
+    };
+    const removals = () =>
+      testApp.query<Removal>(
+        'SELECT plant_id, seq, instance FROM fixture_removed_plants ORDER BY seq',
+      );
+
+    it('handles each event of its types once, in the order of the log', async () => {
+      for (const id of [5, 3, 9]) await addAndDelete(id, `plant ${id}`);
+      const rows = await eventually(
+        removals,
+        (found) => found.length >= 3,
+        testLimit(10_000),
+      );
+      expect(rows.map(({ plant_id }) => Number(plant_id))).toEqual([5, 3, 9]);
+      // written for the handler, and only the types it wants: no plant.added
+      const types = await testApp.query<{ type: string }>(
+        'SELECT DISTINCT type FROM events',
+      );
+      expect(types.map(({ type }) => type)).toEqual(['plant.deleted']);
+      const [state] = await testApp.query<{ cursor: bigint }>(
+        "SELECT cursor FROM event_handlers WHERE name = 'fixture.plant-removals'",
+      );
+      expect(BigInt(state.cursor)).toBe(BigInt(rows[2].seq));
+    });
+
+    it('rolls a failed attempt back with its writes, and tries the event again before the ones after it', async () => {
+      const before = (await removals()).length;
+      await addAndDelete(11, 'fail-once');
+      await addAndDelete(12, 'after it');
+      const rows = await eventually(
+        removals,
+        (found) => found.length >= before + 2,
+        testLimit(15_000),
+      );
+      // one row for the plant that failed once (its first attempt's row rolled back), then the next
+      expect(
+        rows.slice(before).map(({ plant_id }) => Number(plant_id)),
+      ).toEqual([11, 12]);
+      const [state] = await testApp.query<{
+        failures: bigint | number;
+        last_error: string | null;
+      }>(
+        "SELECT failures, last_error FROM event_handlers WHERE name = 'fixture.plant-removals'",
+      );
+      expect(Number(state.failures)).toBe(0);
+      expect(state.last_error).toBeNull();
+    });
+  });
+
+  describe('across two instances', () => {
+    const instances: FixtureProcess[] = [];
+    let database: ReturnType<typeof databaseReader>;
+    let cleanup: () => Promise<void>;
+
+    beforeAll(async () => {
+      let url: string;
+      if (ENGINE === 'postgres') {
+        const created = await createTestDatabase();
+        url = created.url;
+        cleanup = created.drop;
+      } else {
+        const folder = makeTempFolder();
+        url = `sqlite:${join(folder.path, 'store.sqlite')}`;
+        cleanup = () => Promise.resolve(folder.remove());
+      }
+      for (let index = 0; index < 2; index += 1) {
+        instances.push(
+          await startFixtureProcess('reactions', {
+            DATABASE_URL: url,
+            LOG_LEVEL: 'warn',
+          }),
+        );
+      }
+      database = databaseReader(
+        ENGINE,
+        ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
+      );
+    });
+
+    afterAll(async () => {
+      for (const instance of instances) instance.child.kill('SIGTERM');
+      await Promise.all(instances.map((instance) => instance.exited));
+      await database?.close();
+      await cleanup?.();
+    });
+
+    it('handles each event once, whichever instance takes it, with deletes sent to both', async () => {
+      const ids = Array.from({ length: 40 }, (_, index) => 100 + index);
+      await Promise.all(
+        ids.map(async (id, index) => {
+          const instance = instances[index % 2];
+          const headers = {
+            Authorization: `Bearer ${instance.token}`,
+            'Content-Type': 'application/json',
+          };
+          const added = await fetch(`${instance.baseUrl}/plants`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ id, name: `plant ${id}` }),
+          });
+          expect(added.status).toBe(200);
+          const deleted = await fetch(`${instance.baseUrl}/plants/${id}`, {
+            method: 'DELETE',
+            headers,
+          });
+          expect(deleted.status).toBe(204);
+        }),
+      );
+      const rows = await eventually(
+        () =>
+          database.query<Removal>(
+            'SELECT plant_id, seq, instance FROM fixture_removed_plants ORDER BY seq',
+            [],
+          ),
+        (found) => found.length >= ids.length,
+        testLimit(20_000),
+      );
+      expect(rows.map(({ plant_id }) => Number(plant_id)).sort()).toEqual(ids);
+      const seqs = rows.map(({ seq }) => BigInt(seq));
+      expect(new Set(seqs).size).toBe(ids.length);
+      for (const instance of instances) {
+        expect(
+          instance
+            .lines()
+            .filter(
+              (line) => line.context === 'EventHandlers' && line.level >= 40,
+            ),
+        ).toEqual([]);
+      }
+    });
+  });
+});
