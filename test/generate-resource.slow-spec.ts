@@ -197,6 +197,48 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
   });
 
+  it('adds a field to garden beds in one command (npm run generate:field), which the checks below then cover', () => {
+    const before = new Set(filesUnder('src/garden-beds'));
+    passes(
+      run(
+        'npm',
+        'run',
+        '--silent',
+        'generate:field',
+        '--',
+        'notes',
+        'garden-beds',
+        '--type',
+        'text',
+        '--nullable',
+      ),
+    );
+    const added = filesUnder('src/garden-beds').filter(
+      (file) => !before.has(file),
+    );
+    expect(added.map((file) => file.replace(/\d{13}/, 'T')).sort()).toEqual([
+      'src/garden-beds/migrations/postgres/T-AddNotesToGardenBed.ts',
+      'src/garden-beds/migrations/sqlite/T-AddNotesToGardenBed.ts',
+    ]);
+    const entity = readFileSync(
+      join(copy, 'src/garden-beds/garden-bed.entity.ts'),
+      'utf8',
+    );
+    expect(entity).toContain(
+      "@Column({ type: 'text', nullable: true })\n  notes!: string | null;",
+    );
+    // in place, where TypeORM would rebuild the table
+    expect(
+      readFileSync(
+        join(copy, added.find((file) => file.includes('sqlite'))!),
+        'utf8',
+      ),
+    ).toContain('ALTER TABLE "garden_beds" ADD COLUMN "notes" text');
+    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toMatch(
+      /NewGardenBed:[\s\S]*?notes:/,
+    );
+  });
+
   it('refuses a second run in one line, exits non-zero, and changes nothing', () => {
     const before = filesUnder('src');
     const again = run(

@@ -169,10 +169,10 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       );
       // the method, whatever the line breaks prettier chose for it
       expect(service.replace(/\s+/g, ' ')).toContain(
-        '@Transactional() async create({ id, name, }: CreateFixtureSeedTrayDto): Promise<FixtureSeedTray> { ' +
-          'const fixtureSeedTray = Object.assign(new FixtureSeedTray(), { id, name }); ' +
+        '@Transactional() async create( newFixtureSeedTray: CreateFixtureSeedTrayDto, ): Promise<FixtureSeedTray> { ' +
+          'const fixtureSeedTray = Object.assign( new FixtureSeedTray(), newFixtureSeedTray, ); ' +
           'await this.fixtureSeedTrays.insert(fixtureSeedTray); ' +
-          'await this.events.publish(FIXTURE_SEED_TRAY_ADDED, { ...fixtureSeedTray });',
+          'await this.events.publish(FIXTURE_SEED_TRAY_ADDED, withoutNulls(fixtureSeedTray));',
       );
     });
 
@@ -288,7 +288,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     expect(
       tree.readContent('src/fixture-seed-trays/fixture-seed-trays.service.ts'),
     ).toContain(
-      'Object.assign(new FixtureSeedTray(), {\n      id: randomUUID(),\n      name,\n    });',
+      'Object.assign(new FixtureSeedTray(), {\n      id: randomUUID(),\n      ...newFixtureSeedTray,\n    });',
     );
     expect(
       tree.readContent(
@@ -524,7 +524,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         '  @Transactional()\n  async make({ reference }: NewFixtureTransferDto): Promise<FixtureTransfer> {\n    if (await this.fixtureTransfers.existsBy({ reference })) {\n      throw new ConflictException(',
       );
       expect(service).toContain(
-        'await this.events.publish(FIXTURE_TRANSFER_MADE, { ...fixtureTransfer });',
+        'await this.events.publish(FIXTURE_TRANSFER_MADE, withoutNulls(fixtureTransfer));',
       );
       expect(
         tree.readContent(`${folder}/fixture-transfer.events.ts`),
@@ -696,6 +696,53 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         message,
       );
       expect(tree.files).toEqual(files);
+    });
+  });
+
+  describe('generate:field, into the module fixture-seed-trays', () => {
+    it.each([
+      [
+        { name: 'Notes', type: 'text', nullable: true },
+        '"Notes" is not a field name',
+      ],
+      [
+        { name: 'notes', type: 'date', nullable: true },
+        '--type must be one of text, integer, boolean, int64, got "date"',
+      ],
+      [
+        { name: 'notes', type: 'text' },
+        'a new field needs --nullable or --default <value>, one of the two',
+      ],
+      [
+        { name: 'rows', type: 'integer', default: 'many' },
+        '--default many is not a value of type integer',
+      ],
+      [
+        { name: 'name', type: 'text', nullable: true },
+        'has a field name already',
+      ],
+      [
+        {
+          name: 'notes',
+          type: 'text',
+          nullable: true,
+          path: 'fixture-nowhere',
+        },
+        'src/fixture-nowhere has no entity (*.entity.ts)',
+      ],
+    ])('refuses %j in one line, writing nothing', async (options, message) => {
+      const tree = await run();
+      const contents = tree.files.map((file) => tree.readContent(file));
+      await expect(
+        runner.runSchematic(
+          'field',
+          { path: 'fixture-seed-trays', ...options },
+          tree,
+        ),
+      ).rejects.toThrow(message);
+      expect(tree.files.map((file) => tree.readContent(file))).toEqual(
+        contents,
+      );
     });
   });
 

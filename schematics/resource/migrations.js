@@ -32,7 +32,7 @@ function generatorDatabaseName(env = process.env) {
  * from a temporary copy whose imports point into the project.
  *
  * @param {{ root: string, entityPath: string, entitySource: string, migrationName: string,
- *   timestamp: number, postgresUrl?: string }} options
+ *   timestamp: number, postgresUrl?: string, replacesEntity?: string, addsColumn?: string }} options
  * @returns {Promise<{ sqlite: string, postgres: string }>}
  */
 async function generateMigrations(options) {
@@ -59,6 +59,8 @@ async function generateMigrations(options) {
         process.env.GENERATOR_DATABASE_URL ??
         DEFAULT_POSTGRES_URL,
       postgresDatabase: generatorDatabaseName(),
+      replacesEntity: options.replacesEntity,
+      addsColumn: options.addsColumn,
     };
     const output = await new Promise((done, fail) => {
       execFile(

@@ -8,9 +8,10 @@
  * project's own migrations, so the difference is the new entity's alone.
  *
  * Input (argv[2], JSON): { root, entityFile, migrationName, timestamp, postgresUrl,
- * postgresDatabase }.
+ * postgresDatabase, replacesEntity?, addsColumn? }: a field added to an entity replaces its
+ * file, and names the column it adds.
  */
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, readdirSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 
@@ -56,6 +57,68 @@ function migrationFile({ upQueries, downQueries }) {
   );
 }
 
+/**
+ * The project's entity files, less the one the new entity replaces (a field added to it):
+ * two entities of one table would not be told apart.
+ */
+function projectEntities() {
+  const replaced = input.replacesEntity && join(root, input.replacesEntity);
+  return readdirSync(join(root, 'src'), {
+    recursive: true,
+    withFileTypes: true,
+  })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.entity.ts'))
+    .map((entry) => join(entry.parentPath, entry.name))
+    .filter((file) => file !== replaced);
+}
+
+/**
+ * SQLite's migration of a column added to a table: TypeORM rebuilds the table (a copy, a
+ * drop, a rename), where SQLite adds a nullable column, or one with a default, in place
+ * without touching a row. The column is read from the copy's definition.
+ */
+function addedInPlace({ upQueries }) {
+  const copy = upQueries
+    .map(({ query }) =>
+      /^CREATE TABLE "temporary_(\w+)" \((.*)\)$/s.exec(query),
+    )
+    .find(Boolean);
+  if (!copy) return undefined;
+  const [, table, definitions] = copy;
+  const definition = splitDefinitions(definitions).find((column) =>
+    column.startsWith(`"${input.addsColumn}" `),
+  );
+  if (!definition) return undefined;
+  return {
+    upQueries: [{ query: `ALTER TABLE "${table}" ADD COLUMN ${definition}` }],
+    downQueries: [
+      { query: `ALTER TABLE "${table}" DROP COLUMN "${input.addsColumn}"` },
+    ],
+  };
+}
+
+/** A CREATE TABLE's definitions, split at the commas outside parentheses and quotes. */
+function splitDefinitions(text) {
+  const parts = [];
+  let depth = 0;
+  let quote = '';
+  let start = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text[index];
+    if (quote) {
+      if (char === quote) quote = '';
+    } else if (char === "'" || char === '"') quote = char;
+    else if (char === '(') depth += 1;
+    else if (char === ')') depth -= 1;
+    else if (char === ',' && depth === 0) {
+      parts.push(text.slice(start, index).trim());
+      start = index + 1;
+    }
+  }
+  parts.push(text.slice(start).trim());
+  return parts;
+}
+
 async function schemaDifference(databaseUrl) {
   const dataSource = new PortableDataSource({
     ...createDataSourceOptions(
@@ -64,7 +127,7 @@ async function schemaDifference(databaseUrl) {
         exactIntegers: false,
       },
     ),
-    entities: [join(root, 'src', '**', '*.entity.ts'), input.entityFile],
+    entities: [...projectEntities(), input.entityFile],
     migrationsRun: false,
     logging: false,
   });
@@ -119,7 +182,10 @@ async function main() {
     ['sqlite', sqlite],
     ['postgres', postgres],
   ]) {
-    const sql = await difference();
+    let sql = await difference();
+    if (engine === 'sqlite' && input.addsColumn) {
+      sql = addedInPlace(sql) ?? sql;
+    }
     if (sql.upQueries.length === 0) {
       throw new Error(
         `TypeORM finds nothing to add to the ${engine} schema for the new entity: is its table already there?`,

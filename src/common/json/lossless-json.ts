@@ -28,3 +28,21 @@ const omitNullMembers = (_key: string, value: unknown) =>
 export function stringifyLosslessJson(value: unknown): string {
   return stringify(value, omitNullMembers) ?? '';
 }
+
+/** `T` as it is written: its members that may be null are optional instead. */
+export type WithoutNulls<T> = {
+  [Key in keyof T as null extends T[Key] ? never : Key]: T[Key];
+} & {
+  [Key in keyof T as null extends T[Key] ? Key : never]?: Exclude<T[Key], null>;
+};
+
+/**
+ * A row as answers and events write it: its null members left out, as stringifyLosslessJson
+ * leaves them out, and typed so (an event's payload is the resource's DTO, whose field that
+ * may be null is optional).
+ */
+export function withoutNulls<T extends object>(row: T): WithoutNulls<T> {
+  return Object.fromEntries(
+    Object.entries(row).filter(([, value]) => value !== null),
+  ) as WithoutNulls<T>;
+}

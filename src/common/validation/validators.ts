@@ -55,3 +55,22 @@ export function IsUnicodeString(
     options,
   );
 }
+
+/**
+ * Text that both engines hold: PostgreSQL's text cannot hold U+0000, which SQLite can, so a
+ * module's field refuses it on either, as `^[^\u0000]*$` (its schema's pattern) says.
+ */
+export function IsStorableText(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isStorableText',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value !== 'string' || !value.includes('\u0000'),
+        defaultMessage: (args) =>
+          `${args?.property ?? 'the text'} must not contain the character U+0000`,
+      },
+    },
+    options,
+  );
+}
