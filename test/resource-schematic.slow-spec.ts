@@ -172,7 +172,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         '@Transactional() async create( newFixtureSeedTray: CreateFixtureSeedTrayDto, ): Promise<FixtureSeedTray> { ' +
           'const fixtureSeedTray = Object.assign( new FixtureSeedTray(), newFixtureSeedTray, ); ' +
           'await this.fixtureSeedTrays.insert(fixtureSeedTray); ' +
-          'await this.events.publish(FIXTURE_SEED_TRAY_ADDED, withoutNulls(fixtureSeedTray));',
+          'await this.events.publish( FIXTURE_SEED_TRAY_ADDED, withoutNulls(fixtureSeedTray), );',
       );
     });
 
@@ -523,8 +523,8 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       expect(service).toContain(
         '  @Transactional()\n  async make({ reference }: NewFixtureTransferDto): Promise<FixtureTransfer> {\n    if (await this.fixtureTransfers.existsBy({ reference })) {\n      throw new ConflictException(',
       );
-      expect(service).toContain(
-        'await this.events.publish(FIXTURE_TRANSFER_MADE, withoutNulls(fixtureTransfer));',
+      expect(service.replace(/\s+/g, ' ')).toContain(
+        'await this.events.publish( FIXTURE_TRANSFER_MADE, withoutNulls(fixtureTransfer), );',
       );
       expect(
         tree.readContent(`${folder}/fixture-transfer.events.ts`),
