@@ -1,11 +1,13 @@
 import { request } from 'node:http';
-import { join } from 'node:path';
 import {
   startFixtureProcess,
   type FixtureProcess,
 } from './helpers/fixture-process';
-import { createTestDatabase } from './helpers/postgres';
-import { databaseReader, ENGINE, makeTempFolder } from './helpers/test-app';
+import {
+  databaseForProcesses,
+  databaseReader,
+  ENGINE,
+} from './helpers/test-app';
 
 interface Answer {
   status: number;
@@ -83,18 +85,11 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
   let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    let url: string;
-    if (ENGINE === 'postgres') {
-      const created = await createTestDatabase();
-      url = created.url;
-      cleanup = created.drop;
-    } else {
-      const folder = makeTempFolder();
-      url = `sqlite:${join(folder.path, 'store.sqlite')}`;
-      cleanup = () => Promise.resolve(folder.remove());
-    }
+    const shared = await databaseForProcesses({ writable: true });
+    database = shared.reader;
+    cleanup = shared.drop;
     service = await startFixtureProcess('inventory', {
-      DATABASE_URL: url,
+      DATABASE_URL: shared.url,
       // loopback receivers; the outage lines are warn lines
       WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       LOG_LEVEL: 'warn',
@@ -110,17 +105,11 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
         )
       ).status,
     ).toBe(201);
-    database = databaseReader(
-      ENGINE,
-      ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
-      { writable: true },
-    );
   });
 
   afterAll(async () => {
     service?.child.kill('SIGTERM');
     await service?.exited;
-    await database?.close();
     await cleanup?.();
   });
 

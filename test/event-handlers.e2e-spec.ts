@@ -1,15 +1,13 @@
-import { join } from 'node:path';
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
 import {
   startFixtureProcess,
   type FixtureProcess,
 } from './helpers/fixture-process';
 import { testLimit } from './helpers/pace';
-import { createTestDatabase } from './helpers/postgres';
 import {
+  databaseForProcesses,
   databaseReader,
   ENGINE,
-  makeTempFolder,
   startTestApp,
   type TestApp,
 } from './helpers/test-app';
@@ -101,38 +99,26 @@ describe(`event handlers (${ENGINE})`, () => {
   describe('across two instances', () => {
     const instances: FixtureProcess[] = [];
     let database: ReturnType<typeof databaseReader>;
-    let cleanup: () => Promise<void>;
+    let drop: () => Promise<void>;
 
     beforeAll(async () => {
-      let url: string;
-      if (ENGINE === 'postgres') {
-        const created = await createTestDatabase();
-        url = created.url;
-        cleanup = created.drop;
-      } else {
-        const folder = makeTempFolder();
-        url = `sqlite:${join(folder.path, 'store.sqlite')}`;
-        cleanup = () => Promise.resolve(folder.remove());
-      }
+      const shared = await databaseForProcesses();
+      database = shared.reader;
+      drop = shared.drop;
       for (let index = 0; index < 2; index += 1) {
         instances.push(
           await startFixtureProcess('reactions', {
-            DATABASE_URL: url,
+            DATABASE_URL: shared.url,
             LOG_LEVEL: 'warn',
           }),
         );
       }
-      database = databaseReader(
-        ENGINE,
-        ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
-      );
     });
 
     afterAll(async () => {
       for (const instance of instances) instance.child.kill('SIGTERM');
       await Promise.all(instances.map((instance) => instance.exited));
-      await database?.close();
-      await cleanup?.();
+      await drop?.();
     });
 
     it('handles each event once, whichever instance takes it, with deletes sent to both', async () => {

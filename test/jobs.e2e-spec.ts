@@ -1,11 +1,13 @@
-import { join } from 'node:path';
 import {
   startFixtureProcess,
   type FixtureProcess,
 } from './helpers/fixture-process';
-import { createTestDatabase } from './helpers/postgres';
 import { testLimit } from './helpers/pace';
-import { databaseReader, ENGINE, makeTempFolder } from './helpers/test-app';
+import {
+  databaseForProcesses,
+  databaseReader,
+  ENGINE,
+} from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 
 interface RunRow {
@@ -20,7 +22,7 @@ interface RunRow {
 describe(`periodic jobs across three instances (${ENGINE})`, () => {
   const instances: FixtureProcess[] = [];
   let database: ReturnType<typeof databaseReader>;
-  let cleanup: () => Promise<void>;
+  let drop: () => Promise<void>;
 
   const runsOf = async (job: string) =>
     (
@@ -35,36 +37,24 @@ describe(`periodic jobs across three instances (${ENGINE})`, () => {
     }));
 
   beforeAll(async () => {
-    let url: string;
-    if (ENGINE === 'postgres') {
-      const created = await createTestDatabase();
-      url = created.url;
-      cleanup = created.drop;
-    } else {
-      const folder = makeTempFolder();
-      url = `sqlite:${join(folder.path, 'store.sqlite')}`;
-      cleanup = () => Promise.resolve(folder.remove());
-    }
+    const shared = await databaseForProcesses();
+    database = shared.reader;
+    drop = shared.drop;
     // one after another: the first makes the schema, the fixture's table included
     for (let index = 0; index < 3; index += 1) {
       instances.push(
         await startFixtureProcess('jobs', {
-          DATABASE_URL: url,
+          DATABASE_URL: shared.url,
           LOG_LEVEL: 'warn',
         }),
       );
     }
-    database = databaseReader(
-      ENGINE,
-      ENGINE === 'postgres' ? url : url.slice('sqlite:'.length),
-    );
   });
 
   afterAll(async () => {
     for (const instance of instances) instance.child.kill('SIGTERM');
     await Promise.all(instances.map((instance) => instance.exited));
-    await database?.close();
-    await cleanup?.();
+    await drop?.();
   });
 
   it('runs each tick once, whichever instance takes it', async () => {

@@ -3,12 +3,14 @@ import { readDatabaseConfig } from './database.config';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import {
   ConfigError,
   ENVIRONMENT_SCHEMA,
   loadEnvironment,
   parseDuration,
   parseEnvironment,
+  renderEnvExample,
   unknownSettingWarnings,
 } from './environment';
 import { readWebhooksConfig } from './webhooks.config';
@@ -41,6 +43,25 @@ describe('readAppConfig', () => {
         badTokenBlockMs: 900_000,
       },
     });
+  });
+
+  it(".env.example lists the service's own settings as the schema says, before the modules'", () => {
+    const example = readFileSync(
+      join(__dirname, '..', '..', '.env.example'),
+      'utf8',
+    );
+    // no module has declared settings in this unit test: the service's own alone
+    const modules = example.indexOf('\n# --- the ');
+    expect(modules).toBeGreaterThan(0);
+    expect(renderEnvExample()).toBe(example.slice(0, modules));
+    // and each default, as written there, is what the service runs with
+    const defaults = parseEnv(
+      example.slice(0, modules).replace(/^# (?=[A-Z_]+=)/gm, ''),
+    );
+    expect(Object.keys(defaults).sort()).toEqual(
+      Object.keys(ENVIRONMENT_SCHEMA.shape).sort(),
+    );
+    expect(parseEnvironment(defaults)).toEqual(parseEnvironment({}));
   });
 
   it('reads sizes as express writes them', () => {

@@ -37,6 +37,29 @@ class CareReader {
 })
 class CareModule {}
 
+// every kind a module's setting can be written in
+const kindSettings = defineSettings('fixture-kinds', {
+  FIXTURE_KINDS_ON: setting.boolean({
+    default: 'false',
+    example: 'true',
+    description: 'A switch',
+  }),
+  FIXTURE_KINDS_LABEL: setting.text({
+    example: 'north',
+    description: 'A label; unset, none',
+  }),
+  FIXTURE_KINDS_URL: setting.url({
+    example: 'https://receiver.example',
+    description: 'Where reports go',
+    secret: true,
+  }),
+  FIXTURE_KINDS_MODE: setting.choice(['fast', 'careful'], {
+    default: 'careful',
+    example: 'fast',
+    description: 'How it works',
+  }),
+});
+
 describe('module settings (defineSettings)', () => {
   it("are checked at boot with the service's own, every mistake at once", () => {
     expect(() =>
@@ -51,6 +74,48 @@ describe('module settings (defineSettings)', () => {
           'PORT must be an integer between 0 and 65535, got "eighty"',
           'FIXTURE_CARE_INTERVAL must be a positive duration such as 500ms, 10s, 5m, 24h or 2d, got "hourly"',
           'FIXTURE_CARE_REMINDERS must be an integer between 0 and 10, got "11"',
+        ].join('\n'),
+      ),
+    );
+  });
+
+  it('read each kind as the service reads its own', () => {
+    const saved = process.env;
+    process.env = {
+      FIXTURE_KINDS_ON: 'true',
+      FIXTURE_KINDS_URL: 'https://receiver.example/reports/',
+      FIXTURE_KINDS_MODE: 'fast',
+    };
+    let read: ReturnType<typeof kindSettings>;
+    try {
+      read = kindSettings();
+    } finally {
+      process.env = saved;
+    }
+    expect({
+      on: read.FIXTURE_KINDS_ON,
+      label: read.FIXTURE_KINDS_LABEL,
+      url: read.FIXTURE_KINDS_URL,
+      mode: read.FIXTURE_KINDS_MODE,
+    }).toEqual({
+      on: true,
+      label: undefined,
+      url: 'https://receiver.example/reports',
+      mode: 'fast',
+    });
+    expect(() =>
+      parseEnvironment({
+        FIXTURE_KINDS_ON: 'yes',
+        FIXTURE_KINDS_URL: 'ftp://user:hunter2@files.example',
+        FIXTURE_KINDS_MODE: 'slow',
+      }),
+    ).toThrow(
+      new ConfigError(
+        [
+          'FIXTURE_KINDS_ON must be true or false, got "yes"',
+          // a secret's credentials are hidden
+          'FIXTURE_KINDS_URL must be an absolute http or https URL, got "ftp://***@files.example"',
+          'FIXTURE_KINDS_MODE must be one of fast, careful, got "slow"',
         ].join('\n'),
       ),
     );

@@ -95,6 +95,41 @@ export function databaseReader(
   };
 }
 
+/**
+ * A database of the jest project's engine for service processes to share: a fresh PostgreSQL
+ * database, or a SQLite file in a folder of its own. `reader` reads it; `drop` closes the
+ * reader and removes the database.
+ */
+export async function databaseForProcesses({ writable = false } = {}): Promise<{
+  url: string;
+  reader: ReturnType<typeof databaseReader>;
+  drop: () => Promise<void>;
+}> {
+  if (ENGINE === 'postgres') {
+    const created = await createTestDatabase();
+    const reader = databaseReader(ENGINE, created.url, { writable });
+    return {
+      url: created.url,
+      reader,
+      drop: async () => {
+        await reader.close();
+        await created.drop();
+      },
+    };
+  }
+  const folder = makeTempFolder();
+  const file = join(folder.path, 'store.sqlite');
+  const reader = databaseReader(ENGINE, file, { writable });
+  return {
+    url: `sqlite:${file}`,
+    reader,
+    drop: async () => {
+      await reader.close();
+      folder.remove();
+    },
+  };
+}
+
 /** A folder that is removed with the returned function. */
 export function makeTempFolder(): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), 'plant-store-test-'));

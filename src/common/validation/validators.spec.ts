@@ -1,31 +1,66 @@
 import { validateSync } from 'class-validator';
-import { IsStorableText, IsUnicodeString } from './validators';
+import { INT64_RANGE_MESSAGE } from '../json/int64';
+import { IsInt64, IsStorableText, IsUnicodeString } from './validators';
 
 class Note {
   @IsUnicodeString()
   @IsStorableText()
-  text!: string;
+  text!: unknown;
 }
 
-const problemsOf = (text: string) =>
-  validateSync(Object.assign(new Note(), { text })).flatMap((error) =>
+class Counted {
+  @IsInt64()
+  id!: unknown;
+}
+
+const problemsOf = (object: object) =>
+  validateSync(object).flatMap((error) =>
     Object.values(error.constraints ?? {}),
   );
+const noteProblems = (text: unknown) =>
+  problemsOf(Object.assign(new Note(), { text }));
+const idProblems = (id: unknown) =>
+  problemsOf(Object.assign(new Counted(), { id }));
 
-describe('text validators', () => {
-  it('take text both engines hold', () => {
-    expect(problemsOf('a note, with ünïcode 🌱')).toEqual([]);
+describe('validators', () => {
+  describe('IsUnicodeString and IsStorableText', () => {
+    it('take text both engines hold', () => {
+      expect(noteProblems('a note, with ünïcode 🌱')).toEqual([]);
+    });
+
+    it('refuse U+0000, which PostgreSQL cannot hold, naming the field', () => {
+      expect(noteProblems('a\u0000b')).toEqual([
+        'text must not contain the character U+0000',
+      ]);
+    });
+
+    it('refuse a lone surrogate, which UTF-8 cannot hold', () => {
+      expect(noteProblems('a\ud800b')).toEqual([
+        'text must be valid Unicode text (it contains a lone surrogate)',
+      ]);
+    });
+
+    it('tell a missing field from one of another type', () => {
+      expect(noteProblems(undefined)).toEqual(['text is required']);
+      expect(noteProblems(5)).toEqual(['text must be a string']);
+      expect(noteProblems(null)).toEqual(['text must be a string']);
+    });
   });
 
-  it('refuse U+0000, which PostgreSQL cannot hold, naming the field', () => {
-    expect(problemsOf('a\u0000b')).toEqual([
-      'text must not contain the character U+0000',
-    ]);
-  });
+  describe('IsInt64', () => {
+    it.each([0n, -(2n ** 63n), 2n ** 63n - 1n])('takes %s', (id) => {
+      expect(idProblems(id)).toEqual([]);
+    });
 
-  it('refuse a lone surrogate, which UTF-8 cannot hold', () => {
-    expect(problemsOf('a\ud800b')).toEqual([
-      'text must be valid Unicode text (it contains a lone surrogate)',
-    ]);
+    it.each([2n ** 63n, -(2n ** 63n) - 1n, 5, '5', null])(
+      'refuses %p, saying the range',
+      (id) => {
+        expect(idProblems(id)).toEqual([`id must be ${INT64_RANGE_MESSAGE}`]);
+      },
+    );
+
+    it('says a missing id is required', () => {
+      expect(idProblems(undefined)).toEqual(['id is required']);
+    });
   });
 });

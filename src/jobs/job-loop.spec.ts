@@ -6,6 +6,7 @@ import {
   SWEEP_INTERVAL_MS,
 } from '../idempotency/idempotency-sweeper';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
+import { DatabaseUnreachableError } from '../database/database-errors';
 import { Metrics } from '../metrics/metrics';
 import type { JobRun, PeriodicJob } from './job.decorator';
 import type { RunOutcome } from './job-leases';
@@ -14,7 +15,7 @@ import {
   FAILURE_PAUSE_MS,
   JobLoop,
   type Leases,
-} from './job-scheduler';
+} from './job-loop';
 import { ticksOf } from './job-schedule';
 
 /**
@@ -296,6 +297,124 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
     expect(row.ended).toEqual([
       expect.objectContaining({ instance: 'a', outcome: 'backlog' }),
     ]);
+  });
+
+  it('counts each run by outcome, and logs a debug line of what it ran and how long it took', async () => {
+    const row = new MemoryRow();
+    const metrics = new Metrics(false);
+    const debug = jest.mocked(Logger.prototype.debug);
+    let calls = 0;
+    const job: PeriodicJob = {
+      schedule: { every: '1h' },
+      async run() {
+        calls += 1;
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        if (calls === 1) return true;
+        if (calls === 2) throw new Error('refused');
+      },
+    };
+    const loop = new JobLoop(
+      'test.job',
+      'TestJob',
+      job,
+      ticksOf('test.job', job.schedule),
+      row.leasesOf('a'),
+      new Logger('JobScheduler'),
+      metrics,
+    );
+    loop.start();
+    await jest.advanceTimersByTimeAsync(
+      BACKLOG_PAUSE_MS + FAILURE_PAUSE_MS + 500,
+    );
+    await stopAll(loop);
+    const runs = (await metrics.jobRuns.get()).values.map(
+      ({ labels, value }) => [labels.job, labels.outcome, value],
+    );
+    expect(runs.sort()).toEqual([
+      ['test.job', 'backlog', 1],
+      ['test.job', 'done', 1],
+      ['test.job', 'failed', 1],
+    ]);
+    const durations = (await metrics.jobRunDuration.get()).values.find(
+      ({ metricName, labels }) =>
+        metricName === 'plant_store_job_run_duration_seconds_count' &&
+        labels.job === 'test.job',
+    );
+    expect(durations?.value).toBe(3);
+    expect(debug).toHaveBeenCalledWith(
+      'job test.job ran the tick at 2026-11-29T12:00:00.000Z (every 1h) in 40 ms: backlog',
+    );
+  });
+
+  it('renews the lease of a run longer than a third of it, and keeps its tick', async () => {
+    const row = new MemoryRow();
+    const leaseEnds: number[] = [];
+    const long: PeriodicJob = {
+      schedule: { every: '1h', lease: '3s' },
+      async run(run: JobRun) {
+        for (let second = 0; second < 7; second += 1) {
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+          leaseEnds.push(row.leasedUntil!.getTime());
+          if (run.signal.aborted) return;
+        }
+      },
+    };
+    const loop = loopOf(long, row.leasesOf('a'));
+    loop.start();
+    await jest.advanceTimersByTimeAsync(8000);
+    await stopAll(loop);
+    // renewed every second: always about a lease ahead of the run
+    for (const [second, end] of leaseEnds.entries()) {
+      const now = Date.parse('2026-11-29T12:00:00.250Z') + (second + 1) * 1000;
+      expect(end - now).toBeGreaterThan(1000);
+    }
+    expect(row.ended).toEqual([
+      expect.objectContaining({ instance: 'a', outcome: 'done' }),
+    ]);
+    expect(warnings).not.toHaveBeenCalled();
+  });
+
+  it('waits quietly while the database is away, and takes the tick once it is back', async () => {
+    const row = new MemoryRow();
+    let away = true;
+    const leases = row.leasesOf('a', { dead: () => away });
+    const job = recordingJob('1h', 10);
+    const loop = loopOf(job, {
+      ...leases,
+      claim: (...args) =>
+        away
+          ? Promise.reject(
+              new DatabaseUnreachableError('the database did not answer'),
+            )
+          : leases.claim(...args),
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(FAILURE_PAUSE_MS - 100);
+    expect(job.runs).toEqual([]);
+    away = false;
+    await jest.advanceTimersByTimeAsync(200);
+    expect(job.runs).toHaveLength(1);
+    expect(errors).not.toHaveBeenCalled();
+    await stopAll(loop);
+  });
+
+  it('runs nothing for a cron pattern that never comes, and does not spin', async () => {
+    const row = new MemoryRow();
+    const job: PeriodicJob & { runs: number } = {
+      schedule: { cron: '0 0 31 2 *' },
+      runs: 0,
+      run() {
+        job.runs += 1;
+        return Promise.resolve();
+      },
+    };
+    const claim = jest.fn(row.leasesOf('a').claim);
+    const loop = loopOf(job, { ...row.leasesOf('a'), claim });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(3 * 3_600_000);
+    await stopAll(loop);
+    expect(job.runs).toBe(0);
+    expect(claim).not.toHaveBeenCalled();
   });
 
   it('runs a cron job at its times in UTC', async () => {
