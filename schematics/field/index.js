@@ -279,7 +279,10 @@ function settingsOf(options, tree) {
         ? [{ symbol: 'Int64Property', from: int64From }]
         : [
             { symbol: 'ApiProperty', from: '@nestjs/swagger' },
-            { symbol: 'IsOptional', from: 'class-validator' },
+            {
+              symbol: nullable ? 'IsOptional' : 'ValidateIf',
+              from: 'class-validator',
+            },
           ]),
       ...validatorImports,
     ],
@@ -314,7 +317,10 @@ function createMember(settings) {
       ? [`@Int64Property({ optional: true, example: ${kind.example} })`]
       : [
           `@ApiProperty({ ${kind.schema}, required: false, example: ${kind.example} })`,
-          '@IsOptional()',
+          // null for a nullable field; otherwise null is checked, and refused, as any value
+          nullable
+            ? '@IsOptional()'
+            : '@ValidateIf((_object, value) => value !== undefined)',
           ...kind
             .validators(name)
             .map(([call]) => `@${call.includes('(') ? call : `${call}()`}`),

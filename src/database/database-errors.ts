@@ -120,8 +120,8 @@ export class DuplicateKeyError extends Error {
 }
 
 /**
- * A rule the schema holds, broken by the change: a column that must not be null, a CHECK
- * constraint, a foreign key, or a trigger that refuses on purpose (SQLite's `RAISE(ABORT, 'message')`, PL/pgSQL's
+ * A rule the schema holds, broken by the change: a CHECK constraint, a foreign key, or a
+ * trigger that refuses on purpose (SQLite's `RAISE(ABORT, 'message')`, PL/pgSQL's
  * `RAISE EXCEPTION 'message'`). The trigger's own words are the message.
  */
 function describeRefusedChange(error: unknown): string | undefined {
@@ -137,13 +137,6 @@ function describeRefusedChange(error: unknown): string | undefined {
     case 'SQLITE_CONSTRAINT_TRIGGER':
     case 'P0001':
       return message;
-    case 'SQLITE_CONSTRAINT_NOTNULL':
-    case '23502': {
-      const column =
-        (cause as { column?: string }).column ??
-        /NOT NULL constraint failed: \S+?\.(\S+)$/.exec(message)?.[1];
-      return `${column ?? 'a field'} must not be null`;
-    }
     case 'SQLITE_CONSTRAINT_CHECK':
     case '23514': {
       const name =
