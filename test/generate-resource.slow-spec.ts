@@ -11,6 +11,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
+import { databaseReader } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
 import {
   startServiceProcess,
   type ServiceProcess,
@@ -239,6 +241,16 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
   });
 
+  it('adds a periodic job to garden beds with nest g job, which the built service below runs', () => {
+    passes(run('npx', 'nest', 'g', 'job', 'overdue', 'garden-beds'));
+    expect(
+      readFileSync(join(copy, 'src/garden-beds/overdue.job.ts'), 'utf8'),
+    ).toContain("@Job('garden-beds.overdue')");
+    expect(
+      readFileSync(join(copy, 'src/garden-beds/garden-beds.module.ts'), 'utf8'),
+    ).toMatch(/providers: \[[^\]]*OverdueJob/);
+  });
+
   it('refuses a second run in one line, exits non-zero, and changes nothing', () => {
     const before = filesUnder('src');
     const again = run(
@@ -425,6 +437,26 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
           message: 'a planting with reference "spring-2026" was made already',
         },
       ]);
+    });
+
+    it("runs the generated job's tick, once, on the service's job schedule", async () => {
+      const database = databaseReader(
+        'sqlite',
+        join(copy, 'data', 'slow-test.sqlite'),
+      );
+      try {
+        const [job] = await eventually(
+          () =>
+            database.query<{ done_tick: string | null; last_outcome: string }>(
+              "SELECT done_tick, last_outcome FROM scheduled_jobs WHERE name = 'garden-beds.overdue'",
+              [],
+            ),
+          (rows) => rows[0]?.done_tick != null,
+        );
+        expect(job.last_outcome).toBe('done');
+      } finally {
+        await database.close();
+      }
     });
 
     it('refuses a plants:read token on every route of the new module with 403', async () => {

@@ -24,6 +24,8 @@ describe('versions (If-Match, ETag)', () => {
     ['W/"3"', []],
     ['"abc"', []],
     ['"0"', []],
+    ['"3"x', []],
+    ['x"3"', []],
     ['"3", W/"4"', [3]],
   ])('reads If-Match %j as the versions %j', (ifMatch, versions) => {
     expect(versionsOf(ifMatch, 'garden bed')).toEqual(versions);
