@@ -105,12 +105,15 @@ describeWithPostgres(
         WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
         // the dispatchers poll and retry often, so that they race for the same attempts
         WEBHOOKS_POLL_INTERVAL: '20ms',
-        WEBHOOKS_RETRY_BASE: '50ms',
-        WEBHOOKS_RETRY_MAX_DELAY: '200ms',
+        WEBHOOKS_RETRY_BASE: '100ms',
+        WEBHOOKS_RETRY_MAX_DELAY: '400ms',
         // long enough for several attempts a delivery however loaded the machine is: the
         // test below needs retries, sent by any of the three dispatchers
         WEBHOOKS_RETRY_WINDOW: '4s',
-        // every attempt is what this counts: no pause of the failing receiver
+        // every attempt is what this counts: no pause of the failing receiver. Its 42
+        // deliveries make at most about 12 attempts each in the window (100, 200, then 400 ms
+        // apart), some 500 failures in a row, half of what pauses it; at 50 to 200 ms apart
+        // a quick dispatcher made 1000 and paused it (a minute, past the test's wait)
         WEBHOOKS_FAILURES_BEFORE_PAUSE: '1000',
       };
       // all at once on the empty database: the migrations are taken in turns
