@@ -1,6 +1,6 @@
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
 import {
-  startFixtureProcess,
+  startFixtureProcesses,
   type FixtureProcess,
 } from './helpers/fixture-process';
 import { testLimit } from './helpers/pace';
@@ -97,7 +97,8 @@ describe(`event handlers (${ENGINE})`, () => {
   });
 
   describe('across two instances', () => {
-    const instances: FixtureProcess[] = [];
+    let instances: FixtureProcess[] = [];
+    let stop: () => Promise<void>;
     let database: ReturnType<typeof databaseReader>;
     let drop: () => Promise<void>;
 
@@ -105,19 +106,14 @@ describe(`event handlers (${ENGINE})`, () => {
       const shared = await databaseForProcesses();
       database = shared.reader;
       drop = shared.drop;
-      for (let index = 0; index < 2; index += 1) {
-        instances.push(
-          await startFixtureProcess('reactions', {
-            DATABASE_URL: shared.url,
-            LOG_LEVEL: 'warn',
-          }),
-        );
-      }
+      ({ instances, stop } = await startFixtureProcesses('reactions', 2, {
+        DATABASE_URL: shared.url,
+        LOG_LEVEL: 'warn',
+      }));
     });
 
     afterAll(async () => {
-      for (const instance of instances) instance.child.kill('SIGTERM');
-      await Promise.all(instances.map((instance) => instance.exited));
+      await stop?.();
       await drop?.();
     });
 

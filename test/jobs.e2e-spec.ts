@@ -1,5 +1,5 @@
 import {
-  startFixtureProcess,
+  startFixtureProcesses,
   type FixtureProcess,
 } from './helpers/fixture-process';
 import { testLimit } from './helpers/pace';
@@ -20,7 +20,8 @@ interface RunRow {
 // Periodic jobs run once per tick across instances (docs/decisions.md, "Periodic jobs"):
 // three processes of the service on one database, each with the fixture's jobs.
 describe(`periodic jobs across three instances (${ENGINE})`, () => {
-  const instances: FixtureProcess[] = [];
+  let instances: FixtureProcess[] = [];
+  let stop: () => Promise<void>;
   let database: ReturnType<typeof databaseReader>;
   let drop: () => Promise<void>;
 
@@ -40,20 +41,14 @@ describe(`periodic jobs across three instances (${ENGINE})`, () => {
     const shared = await databaseForProcesses();
     database = shared.reader;
     drop = shared.drop;
-    // one after another: the first makes the schema, the fixture's table included
-    for (let index = 0; index < 3; index += 1) {
-      instances.push(
-        await startFixtureProcess('jobs', {
-          DATABASE_URL: shared.url,
-          LOG_LEVEL: 'warn',
-        }),
-      );
-    }
+    ({ instances, stop } = await startFixtureProcesses('jobs', 3, {
+      DATABASE_URL: shared.url,
+      LOG_LEVEL: 'warn',
+    }));
   });
 
   afterAll(async () => {
-    for (const instance of instances) instance.child.kill('SIGTERM');
-    await Promise.all(instances.map((instance) => instance.exited));
+    await stop?.();
     await drop?.();
   });
 

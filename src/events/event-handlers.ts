@@ -10,6 +10,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, MoreThan, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
+import { isDeclaredName } from '../common/modules/declared-name';
 import { parseLosslessJson } from '../common/json/lossless-json';
 import {
   isDatabaseBusy,
@@ -42,8 +43,6 @@ export const HANDLER_MAX_RETRY_MS = 300_000;
  * view says the same).
  */
 export const HANDLER_RETIRED_AFTER_MS = 7 * 86_400_000;
-
-const NAME_FORMAT = /^[a-z][a-z0-9]*([.-][a-z0-9]+)*$/;
 
 /** The pause before the next attempt after `failures` failed attempts in a row. */
 export function retryDelayMs(failures: number): number {
@@ -90,7 +89,7 @@ export class EventHandlers
         new StartupError(
           `@EventHandler('${name}') on ${String(wrapper.name)}: ${problem} (docs/adding-a-module.md, "Reacting to events")`,
         );
-      if (name.length > 64 || !NAME_FORMAT.test(name)) {
+      if (!isDeclaredName(name)) {
         throw refuse(
           "the name must be lowercase words joined by dots or dashes, at most 64 characters, as 'care.plant-deleted'",
         );

@@ -1,14 +1,14 @@
 import { Cron } from 'croner';
 import { StartupError } from '../common/errors/startup-error';
+import {
+  isDeclaredName,
+  MAX_DECLARED_NAME,
+} from '../common/modules/declared-name';
 import { DURATION_FORMAT, parseDuration } from '../config/environment';
 import type { JobSchedule } from './job.decorator';
 
 /** How long a tick is held without a renewal, unless a job says. */
 export const DEFAULT_LEASE_MS = 30_000;
-
-/** What a job's name may be: it is a row's key and a metric's label. */
-export const JOB_NAME_FORMAT = /^[a-z][a-z0-9]*([.-][a-z0-9]+)*$/;
-const MAX_JOB_NAME = 64;
 
 /** A job's schedule as times: its ticks, and the lease of one. */
 export interface Ticks {
@@ -27,9 +27,9 @@ export function ticksOf(name: string, schedule: JobSchedule): Ticks {
     new StartupError(
       `@Job('${name}'): ${problem} (docs/adding-a-module.md, "Periodic jobs")`,
     );
-  if (name.length > MAX_JOB_NAME || !JOB_NAME_FORMAT.test(name)) {
+  if (!isDeclaredName(name)) {
     throw refuse(
-      `the name must be lowercase words joined by dots or dashes, at most ${MAX_JOB_NAME} characters, as 'care.overdue'`,
+      `the name must be lowercase words joined by dots or dashes, at most ${MAX_DECLARED_NAME} characters, as 'care.overdue'`,
     );
   }
   const durationOf = (field: string, value: string | number) => {

@@ -32,3 +32,28 @@ export async function startFixtureProcess(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/**
+ * `count` processes of the fixture `name` on one database, started one after another (the
+ * first makes the schema, the fixture's tables included), and the function that stops them.
+ */
+export async function startFixtureProcesses(
+  name: string,
+  count: number,
+  env: Record<string, string>,
+): Promise<{ instances: FixtureProcess[]; stop: () => Promise<void> }> {
+  const instances: FixtureProcess[] = [];
+  const stop = async () => {
+    for (const instance of instances) instance.child.kill('SIGTERM');
+    await Promise.all(instances.map((instance) => instance.exited));
+  };
+  try {
+    for (let index = 0; index < count; index += 1) {
+      instances.push(await startFixtureProcess(name, env));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { instances, stop };
+}
