@@ -152,6 +152,8 @@ interface Planned {
   lane: Lane;
   epoch: number;
   probe: boolean;
+  /** A probe's end: claimed past it, it could overlap the next instance's probe. */
+  probeUntil?: Date;
 }
 
 /** An attempt claimed, with its event, waiting for a slot of its lane. */
@@ -514,6 +516,7 @@ export class DeliveryEngine {
       lane,
       epoch: next.epoch,
       probe: true,
+      probeUntil: next.probeUntil!,
     };
   }
 
@@ -538,7 +541,7 @@ export class DeliveryEngine {
     const until = claimUntil(claimedAt, config);
     const token = this.token();
     const claimed = await store.claim(
-      waiting.map(({ delivery }) => delivery),
+      waiting.filter(({ probeUntil }) => !probeUntil || probeUntil > claimedAt),
       token,
       claimedAt,
       until,

@@ -45,6 +45,12 @@ export interface PendingDelivery {
   nextAttemptAt: Date;
 }
 
+/** A delivery to claim, in the receiver epoch its lane was read in. */
+export interface ToClaim {
+  delivery: PendingDelivery;
+  epoch: number;
+}
+
 /** A delivery this instance holds: its attempt is counted, and only it may settle it. */
 export interface ClaimedDelivery extends PendingDelivery {
   token: string;
@@ -109,11 +115,14 @@ export interface DeliveryStore {
   ): Promise<PendingDelivery[]>;
 
   /**
-   * Takes each delivery that is still as read (pending, unclaimed, at the attempts read) for
-   * this instance until `until`, under `token`, and counts its attempt. The ids taken.
+   * Takes each delivery that is still as read (pending, unclaimed, at the attempts read, its
+   * receiver still in the epoch its lane was read in) for this instance until `until`, under
+   * `token`, and counts its attempt. The ids taken. The epoch is checked in the same
+   * statement: a poll that read its lanes before another attempt paused the receiver claims
+   * nothing of it after.
    */
   claim(
-    deliveries: readonly PendingDelivery[],
+    wanted: readonly ToClaim[],
     token: string,
     now: Date,
     until: Date,

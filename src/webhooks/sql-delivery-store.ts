@@ -16,6 +16,7 @@ import {
   type Lane,
   type PendingDelivery,
   type ReceiverState,
+  type ToClaim,
   type Settlement,
 } from './delivery-store';
 import { WebhookDelivery } from './webhook-delivery.entity';
@@ -229,29 +230,45 @@ export class SqlDeliveryStore implements DeliveryStore {
   }
 
   async claim(
-    deliveries: readonly PendingDelivery[],
+    wanted: readonly ToClaim[],
     token: string,
     now: Date,
     until: Date,
   ): Promise<Set<string>> {
-    if (deliveries.length === 0) return new Set();
+    if (wanted.length === 0) return new Set();
     const $ = this.deliveries.parameter;
-    const asRead = deliveries
-      .map(
-        (_delivery, index) =>
-          `("id" = ${$(4 + 2 * index)} AND "attempts" = ${$(5 + 2 * index)})`,
-      )
+    const parameters: unknown[] = [
+      this.deliveries.stored('claimedUntil', until),
+      this.deliveries.stored('claimedUntil', now),
+      token,
+    ];
+    const next = (value: unknown) => $(parameters.push(value));
+    // one test of the receiver's epoch per lane, a statement of its own that the engines run once
+    const byLane = new Map<string, ToClaim[]>();
+    for (const one of wanted) {
+      const lane = `${one.delivery.subscriptionId} ${one.epoch}`;
+      byLane.set(lane, [...(byLane.get(lane) ?? []), one]);
+    }
+    const asRead = [...byLane.values()]
+      .map((ofLane) => {
+        const [{ delivery, epoch }] = ofLane;
+        const inEpoch =
+          `EXISTS (SELECT 1 FROM "webhook_subscriptions" WHERE "id" = ${next(delivery.subscriptionId)} ` +
+          `AND "receiver_epoch" = ${next(epoch)})`;
+        const rows = ofLane
+          .map(
+            ({ delivery: { id, attempts } }) =>
+              `("id" = ${next(id)} AND "attempts" = ${next(attempts)})`,
+          )
+          .join(' OR ');
+        return `(${inEpoch} AND (${rows}))`;
+      })
       .join(' OR ');
     const claimed = await this.deliveries.select(
       `UPDATE "webhook_deliveries" SET "claimed_until" = ${$(1)}, "claim_token" = ${$(3)}, "attempts" = "attempts" + 1 ` +
         `WHERE "status" = 'pending' AND ("claimed_until" IS NULL OR "claimed_until" < ${$(2)}) ` +
         `AND (${asRead}) RETURNING "id"`,
-      [
-        this.deliveries.stored('claimedUntil', until),
-        this.deliveries.stored('claimedUntil', now),
-        token,
-        ...deliveries.flatMap(({ id, attempts }) => [id, attempts]),
-      ],
+      parameters,
     );
     return new Set(claimed.map(({ id }) => id));
   }

@@ -5,6 +5,7 @@ import type {
   Lane,
   PendingDelivery,
   ReceiverState,
+  ToClaim,
   Settlement,
 } from '../delivery-store';
 import type { DeliveryStatus } from '../webhook-delivery.entity';
@@ -270,18 +271,20 @@ export class MemoryDeliveryStore implements DeliveryStore {
   }
 
   claim(
-    deliveries: readonly PendingDelivery[],
+    wanted: readonly ToClaim[],
     token: string,
     now: Date,
     until: Date,
   ): Promise<Set<string>> {
     return this.call('claim', () => {
       const claimed = new Set<string>();
-      for (const read of deliveries) {
+      for (const { delivery: read, epoch } of wanted) {
         const row = this.db.deliveries.get(read.id);
         if (
           row?.status === 'pending' &&
           row.attempts === read.attempts &&
+          this.db.subscriptions.get(read.subscriptionId)?.receiver.epoch ===
+            epoch &&
           (row.claimedUntil === null || row.claimedUntil < now)
         ) {
           row.claimedUntil = until;
@@ -291,7 +294,7 @@ export class MemoryDeliveryStore implements DeliveryStore {
         }
       }
       this.hooks.claimed?.(claimed, token);
-      return { result: claimed, rows: deliveries.length };
+      return { result: claimed, rows: wanted.length };
     });
   }
 

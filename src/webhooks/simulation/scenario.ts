@@ -7,7 +7,7 @@ import {
 } from '../delivery-engine';
 import { PENDING_CAP_FACTOR } from '../delivery-store';
 import type { ReceiverState } from '../delivery-store';
-import { pauseLength } from '../receiver-state';
+import { conditionOf, pauseLength } from '../receiver-state';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { STALL_MS } from '../webhook-sender';
 import { MemoryDatabase, type StoreCall } from './memory-delivery-store';
@@ -192,6 +192,9 @@ export async function simulate(seed: number): Promise<RunReport> {
     delivery: string;
     tried: boolean;
     withdrawn: boolean;
+    /** Its receiver as stored when it was claimed. */
+    receiver: ReceiverState;
+    subscriptionId: string;
   }
   const claims: Claim[] = [];
 
@@ -271,6 +274,7 @@ export async function simulate(seed: number): Promise<RunReport> {
         },
         claimed: (ids, token) => {
           for (const delivery of ids) {
+            const { subscriptionId } = db.deliveries.get(delivery)!;
             claims.push({
               owner,
               token,
@@ -278,6 +282,8 @@ export async function simulate(seed: number): Promise<RunReport> {
               delivery,
               tried: false,
               withdrawn: false,
+              receiver: { ...db.subscriptions.get(subscriptionId)!.receiver },
+              subscriptionId,
             });
           }
         },
@@ -488,6 +494,25 @@ export async function simulate(seed: number): Promise<RunReport> {
       violations.push(
         `${change.subscriptionId} paused for ${length} ms, not ${pauseLength(change.failedProbes, config)}`,
       );
+    }
+  }
+
+  // a pause stops its receiver's attempts from the moment it is stored: none is claimed
+  // while paused, and one alone, the probe, while probing
+  const probes = new Set<string>();
+  for (const { subscriptionId, receiver, at, delivery } of claims) {
+    const where = `${delivery} of ${subscriptionId}, claimed at ${at - START} ms`;
+    const condition = conditionOf(receiver, new Date(at));
+    if (condition === 'paused' || condition === 'probe-due') {
+      violations.push(
+        `${where}: claimed while its receiver was ${condition}`,
+      );
+    } else if (condition === 'probing') {
+      const probe = `${subscriptionId} ${receiver.epoch}`;
+      if (probes.has(probe)) {
+        violations.push(`${where}: a second claim in one probe`);
+      }
+      probes.add(probe);
     }
   }
 
