@@ -504,9 +504,7 @@ export async function simulate(seed: number): Promise<RunReport> {
     const where = `${delivery} of ${subscriptionId}, claimed at ${at - START} ms`;
     const condition = conditionOf(receiver, new Date(at));
     if (condition === 'paused' || condition === 'probe-due') {
-      violations.push(
-        `${where}: claimed while its receiver was ${condition}`,
-      );
+      violations.push(`${where}: claimed while its receiver was ${condition}`);
     } else if (condition === 'probing') {
       const probe = `${subscriptionId} ${receiver.epoch}`;
       if (probes.has(probe)) {
