@@ -7,6 +7,7 @@ import {
   readFileSync,
   rmSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -251,6 +252,111 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     ).toMatch(/providers: \[[^\]]*OverdueJob/);
   });
 
+  // the rest of the care module of docs/adding-a-module.md, written by hand in the folder as
+  // its "Settings" and "Reacting to events" show: nothing outside it is edited by hand
+  it('takes a setting and a reaction to plant.deleted in the garden-beds folder alone, by the documented conventions', () => {
+    passes(
+      run(
+        'npm',
+        'run',
+        '--silent',
+        'generate:field',
+        '--',
+        'plantId',
+        'garden-beds',
+        '--type',
+        'int64',
+        '--nullable',
+      ),
+    );
+    const folder = join(copy, 'src/garden-beds');
+    writeFileSync(
+      join(folder, 'garden-beds.settings.ts'),
+      `import { defineSettings, setting } from '../config/module-settings';
+
+export const gardenBedsSettings = defineSettings('garden-beds', {
+  GARDEN_BEDS_OVERDUE_INTERVAL: setting.duration({
+    default: '1h',
+    example: '5m',
+    description: 'How often garden beds past their due date are looked for',
+  }),
+});
+`,
+    );
+    writeFileSync(
+      join(folder, 'clear-deleted-plants.ts'),
+      `import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import {
+  EventHandler,
+  type HandledEvent,
+  type HandlesEvents,
+} from '../events/event-handler.decorator';
+import { CreatePlantDto } from '../plants/dto/create-plant.dto';
+import { PLANT_DELETED } from '../plants/plant.events';
+import { GardenBed } from './garden-bed.entity';
+
+/** A deleted plant is no bed's plant any more. */
+@EventHandler('garden-beds.plant-deleted', [PLANT_DELETED])
+export class ClearDeletedPlants implements HandlesEvents<CreatePlantDto> {
+  constructor(
+    @InjectRepository(GardenBed) private readonly beds: Repository<GardenBed>,
+  ) {}
+
+  async handle({ payload }: HandledEvent<CreatePlantDto>): Promise<void> {
+    await this.beds.update({ plantId: payload.id }, { plantId: null });
+  }
+}
+`,
+    );
+    const edit = (file: string, change: (source: string) => string) => {
+      const path = join(folder, file);
+      const before = readFileSync(path, 'utf8');
+      const after = change(before);
+      expect(after).not.toBe(before);
+      writeFileSync(path, after);
+    };
+    edit(
+      'garden-beds.module.ts',
+      (source) =>
+        `import { ConfigModule } from '@nestjs/config';\n` +
+        `import { ClearDeletedPlants } from './clear-deleted-plants';\n` +
+        `import { gardenBedsSettings } from './garden-beds.settings';\n` +
+        source
+          .replace(
+            'imports: [',
+            'imports: [ConfigModule.forFeature(gardenBedsSettings), ',
+          )
+          .replace('providers: [', 'providers: [ClearDeletedPlants, '),
+    );
+    edit(
+      'overdue.job.ts',
+      (source) =>
+        `import { Inject } from '@nestjs/common';\n` +
+        `import type { ConfigType } from '@nestjs/config';\n` +
+        `import { gardenBedsSettings } from './garden-beds.settings';\n` +
+        source.replace(
+          /readonly schedule = \{ every: '[^']+' \};/,
+          `readonly schedule: { every: number };
+
+  constructor(
+    @Inject(gardenBedsSettings.KEY)
+    settings: ConfigType<typeof gardenBedsSettings>,
+  ) {
+    this.schedule = { every: settings.GARDEN_BEDS_OVERDUE_INTERVAL };
+  }`,
+        ),
+    );
+    passes(run('npx', 'prettier', '--write', 'src/garden-beds'));
+    passes(run('npm', 'run', '--silent', 'config:generate'));
+    expect(readFileSync(join(copy, '.env.example'), 'utf8')).toContain(
+      'GARDEN_BEDS_OVERDUE_INTERVAL=',
+    );
+    expect(readFileSync(join(copy, 'docs/configuration.md'), 'utf8')).toContain(
+      '`GARDEN_BEDS_OVERDUE_INTERVAL`',
+    );
+  });
+
   it('refuses a second run in one line, exits non-zero, and changes nothing', () => {
     const before = filesUnder('src');
     const again = run(
@@ -312,8 +418,11 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         'test/seed-trays.e2e-spec.ts',
         'test/soil-tests.e2e-spec.ts',
         'test/plantings.e2e-spec.ts',
+        // the module's setting: in .env.example and the docs, with another value for CI
+        'test/settings.e2e-spec.ts',
       ),
     );
+    expect(e2e.stderr).toContain('PASS e2e test/settings.e2e-spec.ts');
     for (const project of ['e2e', 'e2e-postgres']) {
       for (const name of [
         'garden-beds',
@@ -330,7 +439,10 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
 
   describe('the built service', () => {
     let service: ServiceProcess;
-    let tokens: Record<'reader' | 'writer' | 'plantsReader', string>;
+    let tokens: Record<
+      'reader' | 'writer' | 'plantsReader' | 'plantsWriter',
+      string
+    >;
 
     beforeAll(async () => {
       const serviceEnv = {
@@ -365,6 +477,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         reader: token('garden-beds:read'),
         writer: token('garden-beds:write'),
         plantsReader: token('plants:read'),
+        plantsWriter: token('plants:write'),
       };
     });
 
@@ -457,6 +570,37 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       } finally {
         await database.close();
       }
+    });
+
+    it("clears a deleted plant from its garden beds, by the module's own handler of plant.deleted", async () => {
+      expect(
+        (
+          await call('POST', '/plants', tokens.plantsWriter, {
+            id: 9,
+            name: 'Basil',
+          })
+        ).status,
+      ).toBe(200);
+      const bed = await call('POST', '/garden-beds', tokens.writer, {
+        id: 43,
+        name: 'Herb garden bed',
+        plantId: 9,
+      });
+      expect([bed.status, await bed.json()]).toEqual([
+        201,
+        expect.objectContaining({ plantId: 9 }),
+      ]);
+      expect(
+        (await call('DELETE', '/plants/9', tokens.plantsWriter)).status,
+      ).toBe(204);
+      const cleared = await eventually(
+        async () =>
+          (await (
+            await call('GET', '/garden-beds/43', tokens.reader)
+          ).json()) as { plantId?: number },
+        (read) => read.plantId === undefined,
+      );
+      expect(cleared).toMatchObject({ id: 43, name: 'Herb garden bed' });
     });
 
     it('refuses a plants:read token on every route of the new module with 403', async () => {
