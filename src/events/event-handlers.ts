@@ -11,46 +11,29 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, MoreThan, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
 import { isDeclaredName } from '../common/modules/declared-name';
-import { parseLosslessJson } from '../common/json/lossless-json';
-import {
-  isDatabaseBusy,
-  isDatabaseUnavailable,
-} from '../database/database-errors';
 import type { PortableDataSource } from '../database/portable-data-source';
 import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
 import {
   EventHandlerMark,
-  type HandledEvent,
   type HandlesEvents,
 } from './event-handler.decorator';
 import { EventHandlerState } from './event-handler.entity';
 import { EventLog } from './event-log.entity';
+import {
+  HandlerLoop,
+  type HandlerRow,
+  type HandlerStore,
+  type LoggedEvent,
+} from './handler-loop';
 import { OutboxEvent } from './outbox-event.entity';
 
-/** How often an idle handler looks for new events. */
-export const HANDLER_POLL_MS = 250;
-/** Events one turn of a handler reads at most, each handled in a transaction of its own. */
-export const HANDLER_BATCH = 100;
-/** How long an instance holds a handler without renewing it before another may take over. */
-export const HANDLER_LEASE_MS = 30_000;
-/** The pause after a handler's first failure at an event, doubling up to HANDLER_MAX_RETRY_MS. */
-export const HANDLER_RETRY_BASE_MS = 1000;
-export const HANDLER_MAX_RETRY_MS = 300_000;
 /**
  * A handler no instance has run for this long is retired: its events are no longer written
  * for it, and retention no longer keeps events for its cursor (the EventHandlers migrations'
  * view says the same).
  */
 export const HANDLER_RETIRED_AFTER_MS = 7 * 86_400_000;
-
-/** The pause before the next attempt after `failures` failed attempts in a row. */
-export function retryDelayMs(failures: number): number {
-  return Math.min(
-    HANDLER_MAX_RETRY_MS,
-    HANDLER_RETRY_BASE_MS * 2 ** Math.max(0, failures - 1),
-  );
-}
 
 /** The transaction of one event lost its lease: another instance handles the handler now. */
 class LeaseLost extends Error {}
@@ -78,6 +61,7 @@ export class EventHandlers
     const instance = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     const names = new Set<string>();
     const loops: HandlerLoop[] = [];
+    const store = new SqlHandlerStore(this.dataSource as PortableDataSource);
     for (const wrapper of this.discovery.getProviders({
       metadataKey: EventHandlerMark.KEY,
     })) {
@@ -113,7 +97,7 @@ export class EventHandlers
           name,
           events.map(({ type }) => type),
           handler,
-          this.dataSource as PortableDataSource,
+          store,
           instance,
           this.logger,
           this.metrics,
@@ -132,222 +116,134 @@ export class EventHandlers
   }
 }
 
-/** One handler on one instance. */
-class HandlerLoop {
-  private readonly stopping = new AbortController();
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-
-  constructor(
-    private readonly name: string,
-    private readonly types: string[],
-    private readonly handler: HandlesEvents,
-    private readonly dataSource: PortableDataSource,
-    private readonly instance: string,
-    private readonly logger: Logger,
-    private readonly metrics: Metrics,
-  ) {}
+/** The handlers' rows and the event log, in SQL on both engines. */
+class SqlHandlerStore implements HandlerStore {
+  constructor(private readonly dataSource: PortableDataSource) {}
 
   private get states() {
     return this.dataSource.getRepository(EventHandlerState);
   }
 
-  /**
-   * Its row, made on its first boot with the cursor at the log's head (the events before it
-   * are not its business), its types kept current, and seen now.
-   */
-  async declare(): Promise<void> {
-    const now = new Date();
+  async declare(name: string, types: string[], now: Date): Promise<void> {
     const head = await this.head();
     await this.states
       .createQueryBuilder()
       .insert()
       .into(EventHandlerState)
-      .values({
-        name: this.name,
-        eventTypes: this.types.join(','),
-        cursor: head,
-        seenAt: now,
-      })
+      .values({ name, eventTypes: types.join(','), cursor: head, seenAt: now })
       .orIgnore()
       .execute();
     await this.states.update(
-      { name: this.name },
-      { eventTypes: this.types.join(','), seenAt: now },
+      { name },
+      { eventTypes: types.join(','), seenAt: now },
     );
   }
 
-  start(): void {
-    this.wakeIn(0);
-  }
-
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private wakeIn(ms: number): void {
-    if (this.stopping.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.running = this.turn().then(
-        (next) => this.wakeIn(next),
-        (error: unknown) => {
-          if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
-            this.logger.error(
-              error,
-              `event handler ${this.name} could not run`,
-            );
-          }
-          this.wakeIn(HANDLER_RETRY_BASE_MS);
-        },
-      );
-    }, ms);
-    this.timer.unref();
-  }
-
-  private async head(): Promise<bigint> {
+  async head(): Promise<bigint> {
     const log = await this.dataSource
       .getRepository(EventLog)
       .findOneBy({ id: 1 });
     return log?.lastSeq ?? 0n;
   }
 
-  /** One turn: the events past its cursor, if any and if it may; says when to look again. */
-  private async turn(): Promise<number> {
-    const [head, state] = [
-      await this.head(),
-      await this.states.findOneBy({ name: this.name }),
-    ];
-    if (state === null) return HANDLER_POLL_MS;
-    const now = new Date();
-    if (state.retryAt !== null && state.retryAt > now) {
-      return Math.min(
-        state.retryAt.getTime() - now.getTime(),
-        HANDLER_POLL_MS * 8,
-      );
-    }
-    if (state.cursor >= head) return HANDLER_POLL_MS;
-    if (!(await this.claim(now))) return HANDLER_POLL_MS;
-    try {
-      return await this.handleFrom(state, head);
-    } finally {
-      await this.states
-        .update(
-          { name: this.name, leasedBy: this.instance },
-          { leasedBy: null, leasedUntil: null },
-        )
-        .catch(() => undefined);
-    }
+  row(name: string): Promise<HandlerRow | null> {
+    return this.states.findOneBy({ name });
   }
 
-  /** Takes the handler for a lease, if nobody holds it and no retry is pending. */
-  private async claim(now: Date): Promise<boolean> {
+  async claim(
+    name: string,
+    instance: string,
+    now: Date,
+    leaseMs: number,
+  ): Promise<boolean> {
     const free = [
       { leasedUntil: IsNull() },
       { leasedUntil: LessThan(now) },
+      { leasedBy: instance },
     ].flatMap((lease) => [
-      { name: this.name, ...lease, retryAt: IsNull() },
-      { name: this.name, ...lease, retryAt: LessThan(now) },
+      { name, ...lease, retryAt: IsNull() },
+      { name, ...lease, retryAt: LessThan(now) },
     ]);
     const { affected } = await this.states.update(free, {
-      leasedBy: this.instance,
-      leasedUntil: new Date(now.getTime() + HANDLER_LEASE_MS),
+      leasedBy: instance,
+      leasedUntil: new Date(now.getTime() + leaseMs),
       seenAt: now,
     });
     return affected === 1;
   }
 
-  /** Handles the events after its cursor up to `head`, in order; says when to look again. */
-  private async handleFrom(
-    state: EventHandlerState,
-    head: bigint,
-  ): Promise<number> {
-    const events = await this.dataSource.getRepository(OutboxEvent).find({
-      where: {
-        seq: MoreThan(state.cursor),
-        type: In(this.types),
-      },
-      order: { seq: 'ASC' },
-      take: HANDLER_BATCH,
-    });
-    const due = events.filter(({ seq }) => seq !== null && seq <= head);
-    let renewAt = Date.now() + HANDLER_LEASE_MS / 3;
-    for (const event of due) {
-      if (this.stopping.signal.aborted) return 0;
-      if (Date.now() > renewAt) {
-        await this.states.update(
-          { name: this.name, leasedBy: this.instance },
-          { leasedUntil: new Date(Date.now() + HANDLER_LEASE_MS) },
-        );
-        renewAt = Date.now() + HANDLER_LEASE_MS / 3;
-      }
-      const failedFor = await this.handleOne(event, state.failures);
-      if (failedFor !== undefined) return failedFor;
-    }
-    if (due.length === HANDLER_BATCH) return 0;
-    // past the events of other types too, up to the head it read
+  async renew(name: string, instance: string, until: Date): Promise<void> {
     await this.states.update(
-      {
-        name: this.name,
-        leasedBy: this.instance,
-        cursor: LessThan(head),
-      },
-      { cursor: head },
+      { name, leasedBy: instance },
+      { leasedUntil: until },
     );
-    return HANDLER_POLL_MS;
   }
 
-  /** One event, and the cursor past it, in one transaction; on a failure, when to try again. */
-  private async handleOne(
-    event: OutboxEvent,
-    failures: number,
-  ): Promise<number | undefined> {
-    const handled: HandledEvent = {
-      id: event.id,
-      type: event.type,
-      seq: event.seq!,
-      createdAt: event.createdAt,
-      payload: parseLosslessJson(event.payload),
-    };
+  async release(name: string, instance: string): Promise<void> {
+    await this.states.update(
+      { name, leasedBy: instance },
+      { leasedBy: null, leasedUntil: null },
+    );
+  }
+
+  async eventsAfter(
+    cursor: bigint,
+    types: readonly string[],
+    limit: number,
+  ): Promise<LoggedEvent[]> {
+    const events = await this.dataSource.getRepository(OutboxEvent).find({
+      where: { seq: MoreThan(cursor), type: In(types) },
+      order: { seq: 'ASC' },
+      take: limit,
+    });
+    return events.map(({ id, type, seq, createdAt, payload }) => ({
+      id,
+      type,
+      seq: seq!,
+      createdAt,
+      payload,
+    }));
+  }
+
+  async handleOne(
+    name: string,
+    instance: string,
+    seq: bigint,
+    handle: () => Promise<void>,
+  ): Promise<boolean> {
     try {
       await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
-        await this.handler.handle(handled);
+        await handle();
         const { affected } = await this.states.update(
-          { name: this.name, leasedBy: this.instance },
-          { cursor: handled.seq, failures: 0, retryAt: null, lastError: null },
+          { name, leasedBy: instance },
+          { cursor: seq, failures: 0, retryAt: null, lastError: null },
         );
         if (affected !== 1) throw new LeaseLost();
       });
-      this.metrics.eventHandlerRuns.inc({
-        handler: this.name,
-        outcome: 'handled',
-      });
-      return undefined;
+      return true;
     } catch (error) {
-      if (error instanceof LeaseLost) return HANDLER_POLL_MS;
-      const attempt = failures + 1;
-      const delay = retryDelayMs(attempt);
-      const message = error instanceof Error ? error.message : String(error);
-      this.metrics.eventHandlerRuns.inc({
-        handler: this.name,
-        outcome: 'failed',
-      });
-      await this.states.update(
-        { name: this.name, leasedBy: this.instance },
-        {
-          failures: attempt,
-          retryAt: new Date(Date.now() + delay),
-          lastError: message.slice(0, 1000),
-        },
-      );
-      if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
-        this.logger.error(
-          error,
-          `event handler ${this.name} failed at ${handled.type} ${handled.id} (its place in the log: ${handled.seq}), attempt ${attempt}; the events after it wait, and it is tried again in ${Math.round(delay / 1000)} s`,
-        );
-      }
-      return delay;
+      if (error instanceof LeaseLost) return false;
+      throw error;
     }
+  }
+
+  async failed(
+    name: string,
+    instance: string,
+    failures: number,
+    retryAt: Date,
+    error: string,
+  ): Promise<void> {
+    await this.states.update(
+      { name, leasedBy: instance },
+      { failures, retryAt, lastError: error },
+    );
+  }
+
+  async passTo(name: string, instance: string, head: bigint): Promise<void> {
+    await this.states.update(
+      { name, leasedBy: instance, cursor: LessThan(head) },
+      { cursor: head },
+    );
   }
 }

@@ -1,0 +1,548 @@
+import { Logger } from '@nestjs/common';
+import { DatabaseUnreachableError } from '../database/database-errors';
+import { Metrics } from '../metrics/metrics';
+import type { HandledEvent } from './event-handler.decorator';
+import {
+  HANDLER_BATCH,
+  HANDLER_LEASE_MS,
+  HANDLER_POLL_MS,
+  HANDLER_RETRY_BASE_MS,
+  HandlerLoop,
+  retryDelayMs,
+  type HandlerRow,
+  type HandlerStore,
+  type LoggedEvent,
+} from './handler-loop';
+
+const NAME = 'care.plant-deleted';
+const HANDLED = 'plant.deleted';
+const START = Date.parse('2026-11-29T12:00:00Z');
+/** What a step of the simulation may take beyond a bound: the fake clock moves in whole ms. */
+const SLACK_MS = 5;
+/** After the database comes back: the pause of a turn that found it away, then a poll. */
+const RECOVERY_MS = HANDLER_RETRY_BASE_MS + HANDLER_POLL_MS;
+
+/** mulberry32: the same schedule for the same seed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Attempt {
+  instance: string;
+  seq: bigint;
+  at: number;
+  outcome?: 'threw' | 'committed' | 'lost' | 'rolled back';
+  endedAt?: number;
+}
+
+/**
+ * The `event_handlers` row of one handler and the event log, in memory, with the conditional
+ * writes of the SQL store (event-handlers.ts), shared by the instances of a simulation. A
+ * handler's writes are kept per instance until its transaction commits.
+ */
+class MemoryDatabase {
+  readonly events: (LoggedEvent & { appendedAt: number })[] = [];
+  row:
+    | (HandlerRow & { leasedBy: string | null; leasedUntil: Date | null })
+    | null = null;
+  /** The handler's writes that committed: one per event, in the order they committed. */
+  readonly effects: { seq: bigint; instance: string; at: number }[] = [];
+  readonly attempts: Attempt[] = [];
+  /** Each failure recorded: the count it wrote, the one before it, and when to retry. */
+  readonly failures: {
+    at: number;
+    failures: number;
+    before: number;
+    retryAt: number;
+  }[] = [];
+  /** Spans in which every call finds the database away. */
+  readonly away: { from: number; to: number }[] = [];
+
+  append(type: string): bigint {
+    const seq = BigInt(this.events.length + 1);
+    this.events.push({
+      id: `evt_${seq}`,
+      type,
+      seq,
+      createdAt: new Date(),
+      payload: `{"id":${seq}}`,
+      appendedAt: Date.now(),
+    });
+    return seq;
+  }
+
+  isAway(at = Date.now()): boolean {
+    return this.away.some(({ from, to }) => at >= from && at < to);
+  }
+
+  /** The store as `instance` sees it: one that has died waits forever on each call. */
+  storeOf(instance: string, dead: () => boolean): HandlerStore {
+    const call = async <T>(work: () => T): Promise<T> => {
+      if (dead()) return new Promise<T>(() => undefined);
+      await Promise.resolve();
+      if (this.isAway()) throw new DatabaseUnreachableError('database away');
+      return work();
+    };
+    const holds = () => this.row?.leasedBy === instance;
+    return {
+      declare: (_name, _types, now) =>
+        call(() => {
+          this.row ??= {
+            cursor: BigInt(this.events.length),
+            failures: 0,
+            retryAt: null,
+            leasedBy: null,
+            leasedUntil: null,
+          };
+          void now;
+        }),
+      head: () => call(() => BigInt(this.events.length)),
+      row: () => call(() => (this.row === null ? null : { ...this.row })),
+      claim: (_name, _instance, now, leaseMs) =>
+        call(() => {
+          const row = this.row!;
+          const free =
+            (row.leasedUntil === null ||
+              row.leasedUntil < now ||
+              row.leasedBy === instance) &&
+            (row.retryAt === null || row.retryAt < now);
+          if (free) {
+            row.leasedBy = instance;
+            row.leasedUntil = new Date(now.getTime() + leaseMs);
+          }
+          return free;
+        }),
+      renew: (_name, _instance, until) =>
+        call(() => {
+          if (holds()) this.row!.leasedUntil = until;
+        }),
+      release: () =>
+        call(() => {
+          if (holds()) {
+            this.row!.leasedBy = null;
+            this.row!.leasedUntil = null;
+          }
+        }),
+      eventsAfter: (cursor, types, limit) =>
+        call(() =>
+          this.events
+            .filter(({ seq, type }) => seq > cursor && types.includes(type))
+            .slice(0, limit)
+            .map(({ appendedAt: _appendedAt, ...event }) => event),
+        ),
+      handleOne: async (_name, _instance, seq, handle) => {
+        await call(() => undefined);
+        const attempt: Attempt = { instance, seq, at: Date.now() };
+        this.attempts.push(attempt);
+        try {
+          await handle();
+        } catch (error) {
+          attempt.outcome = 'threw';
+          attempt.endedAt = Date.now();
+          throw error;
+        }
+        return call(() => {
+          attempt.endedAt = Date.now();
+          if (!holds()) {
+            attempt.outcome = 'lost';
+            return false;
+          }
+          attempt.outcome = 'committed';
+          const row = this.row!;
+          row.cursor = seq;
+          row.failures = 0;
+          row.retryAt = null;
+          this.effects.push({ seq, instance, at: Date.now() });
+          return true;
+        }).catch((error: unknown) => {
+          attempt.outcome ??= 'rolled back';
+          attempt.endedAt ??= Date.now();
+          throw error;
+        });
+      },
+      failed: (_name, _instance, failures, retryAt) =>
+        call(() => {
+          if (!holds()) return;
+          const row = this.row!;
+          this.failures.push({
+            at: Date.now(),
+            failures,
+            before: row.failures,
+            retryAt: retryAt.getTime(),
+          });
+          row.failures = failures;
+          row.retryAt = retryAt;
+        }),
+      passTo: (_name, _instance, head) =>
+        call(() => {
+          if (holds() && this.row!.cursor < head) this.row!.cursor = head;
+        }),
+    };
+  }
+}
+
+/** A handler that fails an event as often as the plan says, and takes the time it says. */
+function plannedHandler(plan: {
+  failuresOf: Map<bigint, number>;
+  durationOf: (seq: bigint, attempt: number) => number;
+}) {
+  const attemptsOf = new Map<bigint, number>();
+  return {
+    async handle({ seq }: HandledEvent): Promise<void> {
+      const attempt = (attemptsOf.get(seq) ?? 0) + 1;
+      attemptsOf.set(seq, attempt);
+      await new Promise((resolve) =>
+        setTimeout(resolve, plan.durationOf(seq, attempt)),
+      );
+      if (attempt <= (plan.failuresOf.get(seq) ?? 0)) {
+        throw new Error(`planned failure ${attempt} of event ${seq}`);
+      }
+    },
+  };
+}
+
+interface Instance {
+  name: string;
+  loop: HandlerLoop;
+  dead: boolean;
+  startedAt: number;
+  diedAt?: number;
+}
+
+/**
+ * One seeded run: three instances handle a log that grows for a minute, while events fail,
+ * handlers outlive their lease, instances die and are replaced, and the database goes away;
+ * then a calm in which everything left is handled. The invariants: each event of its types
+ * handled once, in order, the others never; retries as docs/decisions.md promises them
+ * (1 s doubling, within a poll); a dead instance's events taken over once its lease runs out;
+ * an event handled within a poll of its commit while the handler keeps up.
+ */
+async function simulate(seed: number): Promise<{
+  violations: string[];
+  happened: Record<'deaths' | 'outages' | 'failures' | 'takeovers', number>;
+}> {
+  const random = seededRandom(seed);
+  const between = (low: number, high: number) =>
+    low + Math.floor(random() * (high - low + 1));
+  const db = new MemoryDatabase();
+  const failuresOf = new Map<bigint, number>();
+  const longFirstAttempt = new Set<bigint>();
+  const durationOf = (seq: bigint, attempt: number) =>
+    attempt === 1 && longFirstAttempt.has(seq)
+      ? HANDLER_LEASE_MS + between(1000, 10_000)
+      : between(0, 30);
+  const handler = plannedHandler({ failuresOf, durationOf });
+  const instances: Instance[] = [];
+  const startInstance = async (slot: number) => {
+    const instance: Instance = {
+      name: `instance-${slot}-${instances.length}`,
+      dead: false,
+      startedAt: Date.now(),
+      loop: undefined!,
+    };
+    instance.loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      handler,
+      db.storeOf(instance.name, () => instance.dead),
+      instance.name,
+      new Logger('EventHandlers'),
+      new Metrics(false),
+    );
+    instances.push(instance);
+    // a process that boots while the database is away fails, and is started again
+    while (
+      !(await instance.loop.declare().then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    instance.loop.start();
+    return instance;
+  };
+  const slots = await Promise.all([0, 1, 2].map(startInstance));
+
+  // a minute of events, faults among them
+  const busyUntil = START + 60_000;
+  const outages: { from: number; to: number }[] = [];
+  const deaths: { from: number; to: number }[] = [];
+  while (Date.now() < busyUntil) {
+    await jest.advanceTimersByTimeAsync(between(1, 400));
+    const seq = db.append(random() < 0.7 ? HANDLED : 'plant.added');
+    const roll = random();
+    if (roll < 0.08) failuresOf.set(seq, between(1, 4));
+    else if (roll < 0.1) longFirstAttempt.add(seq);
+    const fault = random();
+    if (fault < 0.01) {
+      // an instance dies, and another takes its place a little later
+      const slot = between(0, 2);
+      const dying = slots[slot];
+      if (!dying.dead) {
+        dying.dead = true;
+        dying.diedAt = Date.now();
+        deaths.push({ from: Date.now(), to: Date.now() + HANDLER_LEASE_MS });
+        const restartIn = between(100, 5000);
+        setTimeout(() => {
+          void startInstance(slot).then((started) => {
+            slots[slot] = started;
+          });
+        }, restartIn);
+      }
+    } else if (fault < 0.02) {
+      const from = Date.now() + between(0, 200);
+      const to = from + between(100, 3000);
+      db.away.push({ from, to });
+      outages.push({ from, to: to + RECOVERY_MS });
+    }
+  }
+  // the calm: until everything is handled, which a long handler or a dead instance may
+  // hold up by a lease each; the invariants say whether each hold-up kept to its bound
+  const calmUntil = Date.now() + 15 * 60_000;
+  const everything = BigInt(db.events.length);
+  while (Date.now() < calmUntil && db.row!.cursor < everything) {
+    await jest.advanceTimersByTimeAsync(10_000);
+  }
+  const stopping = Promise.all(
+    instances.filter(({ dead }) => !dead).map(({ loop }) => loop.stop()),
+  );
+  await jest.advanceTimersByTimeAsync(HANDLER_LEASE_MS + 15_000);
+  await stopping;
+
+  const violations: string[] = [];
+  if (process.env.HANDLER_DEBUG) {
+    console.log(
+      seed,
+      db.row,
+      instances.map(({ name, dead }) => [name, dead]),
+      db.attempts.slice(-5),
+      Date.now() - START,
+    );
+  }
+  const overlaps =
+    (spans: { from: number; to: number }[]) => (from: number, to: number) =>
+      spans.some((span) => span.from <= to && span.to >= from);
+  const inOutage = overlaps(outages);
+  const inFault = overlaps([...outages, ...deaths]);
+
+  // each event of its types once, in the log's order; no other
+  const wanted = db.events
+    .filter(({ type }) => type === HANDLED)
+    .map(({ seq }) => seq);
+  const handledSeqs = db.effects.map(({ seq }) => seq);
+  if (handledSeqs.join() !== wanted.join()) {
+    const twice = handledSeqs.filter(
+      (seq, index) => handledSeqs.indexOf(seq) !== index,
+    );
+    const missing = wanted.filter((seq) => !handledSeqs.includes(seq));
+    const others = handledSeqs.filter((seq) => !wanted.includes(seq));
+    violations.push(
+      `handled ${handledSeqs.length} of ${wanted.length} events: twice ${twice.join(',') || 'none'}, never ${missing.join(',') || 'none'}, not its own ${others.join(',') || 'none'}${twice.length + missing.length + others.length === 0 ? ', out of order' : ''}`,
+    );
+  }
+
+  // no attempt at an event before every earlier one has committed
+  for (const attempt of db.attempts) {
+    const earlier = db.effects.filter(
+      ({ seq, at }) => seq < attempt.seq && at <= attempt.at,
+    ).length;
+    const due = wanted.filter((seq) => seq < attempt.seq).length;
+    if (earlier !== due) {
+      violations.push(
+        `event ${attempt.seq} tried at ${attempt.at - START} ms by ${attempt.instance}, with ${due - earlier} before it not handled`,
+      );
+    }
+  }
+
+  // retries: the count goes up by one, the pause is the promised one, and the next attempt
+  // comes no sooner, and within a poll of it when nothing got in the way
+  for (const failure of db.failures) {
+    const where = `a failure recorded at ${failure.at - START} ms`;
+    if (failure.failures !== failure.before + 1) {
+      violations.push(
+        `${where} counted ${failure.failures} in a row after ${failure.before}`,
+      );
+    }
+    if (failure.retryAt - failure.at !== retryDelayMs(failure.failures)) {
+      violations.push(
+        `${where} paused ${failure.retryAt - failure.at} ms, not ${retryDelayMs(failure.failures)}`,
+      );
+    }
+    const next = db.attempts.find(({ at }) => at > failure.at);
+    if (next && next.at < failure.retryAt) {
+      violations.push(
+        `${where}: event ${next.seq} tried again at ${next.at - START} ms, before ${failure.retryAt - START} ms`,
+      );
+    }
+    const bound = failure.retryAt + HANDLER_POLL_MS + SLACK_MS;
+    if (!inFault(failure.at, bound) && (!next || next.at > bound)) {
+      violations.push(
+        `${where}: not tried again by ${bound - START} ms (${next ? `at ${next.at - START} ms` : 'never'})`,
+      );
+    }
+  }
+
+  // a handler outliving its lease, or an instance dead with it: the next instance takes the
+  // events over once the lease runs out, within a poll
+  for (const attempt of db.attempts) {
+    if (attempt.outcome === 'committed' || attempt.outcome === 'threw')
+      continue;
+    const owner = instances.find(({ name }) => name === attempt.instance)!;
+    if (attempt.outcome === undefined && !owner.dead) {
+      violations.push(
+        `event ${attempt.seq}: an attempt by ${owner.name} never ended`,
+      );
+    }
+    const next = db.attempts.find(
+      ({ at, seq }) => at > attempt.at && seq === attempt.seq,
+    );
+    const bound = attempt.at + HANDLER_LEASE_MS + HANDLER_POLL_MS + SLACK_MS;
+    if (
+      attempt.outcome !== 'rolled back' &&
+      !inOutage(attempt.at + 1, bound) &&
+      (!next || next.at > bound)
+    ) {
+      violations.push(
+        `event ${attempt.seq}: left by ${owner.name} at ${attempt.at - START} ms, not taken over by ${bound - START} ms`,
+      );
+    }
+  }
+
+  // while it keeps up: handled within a poll of its commit, and its own time
+  for (const event of db.events.filter(({ type }) => type === HANDLED)) {
+    const tries = db.attempts.filter(({ seq }) => seq === event.seq);
+    const effect = db.effects.find(({ seq }) => seq === event.seq);
+    if (!effect || tries.length !== 1) continue;
+    const waitedFor = db.effects.filter(
+      ({ seq, at }) => seq < event.seq && at > event.appendedAt,
+    ).length;
+    if (waitedFor > 0 || inFault(event.appendedAt, effect.at)) continue;
+    const own = tries[0].endedAt! - tries[0].at;
+    if (effect.at - event.appendedAt > HANDLER_POLL_MS + own + SLACK_MS) {
+      violations.push(
+        `event ${event.seq}: handled ${effect.at - event.appendedAt} ms after its commit, past a poll (${HANDLER_POLL_MS} ms) and its own ${own} ms`,
+      );
+    }
+  }
+  return {
+    violations,
+    happened: {
+      deaths: deaths.length,
+      outages: outages.length,
+      failures: db.failures.length,
+      takeovers: db.attempts.filter(({ outcome }) => outcome === 'lost').length,
+    },
+  };
+}
+
+describe('HandlerLoop (a simulation of instances sharing one handler, on fake time)', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ now: START });
+    for (const level of ['error', 'warn', 'log', 'debug'] as const) {
+      jest.spyOn(Logger.prototype, level).mockImplementation(() => undefined);
+    }
+  });
+
+  afterEach(() => {
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  it.each(Array.from({ length: 10 }, (_, index) => index * 10 + 1))(
+    'keeps every invariant over seeds %i to +9: once, in order, retries and takeovers on time',
+    async (first) => {
+      const broken: string[] = [];
+      const happened = { deaths: 0, outages: 0, failures: 0, takeovers: 0 };
+      for (let seed = first; seed < first + 10; seed += 1) {
+        jest.setSystemTime(START);
+        const run = await simulate(seed);
+        if (run.violations.length > 0) {
+          broken.push(`seed ${seed}: ${run.violations.slice(0, 3).join('; ')}`);
+        }
+        for (const key of Object.keys(happened) as (keyof typeof happened)[]) {
+          happened[key] += run.happened[key];
+        }
+      }
+      expect(broken).toEqual([]);
+      // the runs did what they are for: instances died, the database went away, events
+      // failed, and handlers outlived their lease
+      expect(happened).toEqual({
+        deaths: expect.any(Number),
+        outages: expect.any(Number),
+        failures: expect.any(Number),
+        takeovers: expect.any(Number),
+      });
+      for (const count of Object.values(happened)) {
+        expect(count).toBeGreaterThan(0);
+      }
+    },
+  );
+
+  it('counts the failures of each event from its own first, whatever the events before it failed', async () => {
+    const db = new MemoryDatabase();
+    const loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      plannedHandler({
+        failuresOf: new Map([
+          [1n, 3],
+          [2n, 1],
+        ]),
+        durationOf: () => 0,
+      }),
+      db.storeOf('a', () => false),
+      'a',
+      new Logger('EventHandlers'),
+      new Metrics(false),
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(60_000);
+    await loop.stop();
+    expect(db.effects.map(({ seq }) => seq)).toEqual([1n, 2n]);
+    expect(
+      db.failures.map(({ failures, retryAt, at }) => [failures, retryAt - at]),
+    ).toEqual([
+      [1, 1000],
+      [2, 2000],
+      [3, 4000],
+      // the second event's first failure: a second, not eight
+      [1, 1000],
+    ]);
+  });
+
+  it('reads the log in batches of HANDLER_BATCH, and goes on at once with the next', async () => {
+    const db = new MemoryDatabase();
+    const loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      plannedHandler({ failuresOf: new Map(), durationOf: () => 0 }),
+      db.storeOf('a', () => false),
+      'a',
+      new Logger('EventHandlers'),
+      new Metrics(false),
+    );
+    await loop.declare();
+    for (let event = 0; event < HANDLER_BATCH * 2 + 1; event += 1) {
+      db.append(HANDLED);
+    }
+    loop.start();
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(db.effects).toHaveLength(HANDLER_BATCH * 2 + 1);
+    // a millisecond each, and the next batch read as the last one ends, not a poll later
+    expect(db.effects.at(-1)!.at - START).toBeLessThan(
+      HANDLER_BATCH * 2 + 1 + HANDLER_POLL_MS,
+    );
+    await Promise.all([loop.stop(), jest.advanceTimersByTimeAsync(1000)]);
+  });
+});

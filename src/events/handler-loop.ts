@@ -1,0 +1,254 @@
+import type { Logger } from '@nestjs/common';
+import { parseLosslessJson } from '../common/json/lossless-json';
+import {
+  isDatabaseBusy,
+  isDatabaseUnavailable,
+} from '../database/database-errors';
+import type { Metrics } from '../metrics/metrics';
+import type { HandledEvent, HandlesEvents } from './event-handler.decorator';
+
+/** How often an idle handler looks for new events. */
+export const HANDLER_POLL_MS = 250;
+/** Events one turn of a handler reads at most, each handled in a transaction of its own. */
+export const HANDLER_BATCH = 100;
+/** How long an instance holds a handler without renewing it before another may take over. */
+export const HANDLER_LEASE_MS = 30_000;
+/** The pause after a handler's first failure at an event, doubling up to HANDLER_MAX_RETRY_MS. */
+export const HANDLER_RETRY_BASE_MS = 1000;
+export const HANDLER_MAX_RETRY_MS = 300_000;
+/** The longest an instance waits for a retry before it looks at the row again. */
+const RETRY_LOOK_MS = HANDLER_POLL_MS * 8;
+
+/** The pause before the next attempt after `failures` failed attempts in a row. */
+export function retryDelayMs(failures: number): number {
+  return Math.min(
+    HANDLER_MAX_RETRY_MS,
+    HANDLER_RETRY_BASE_MS * 2 ** Math.max(0, failures - 1),
+  );
+}
+
+/** Where a handler stands, as its row says. */
+export interface HandlerRow {
+  cursor: bigint;
+  /** Failed attempts in a row at the event after the cursor. */
+  failures: number;
+  retryAt: Date | null;
+}
+
+/** An event of the log as a handler reads it, its payload still JSON. */
+export interface LoggedEvent {
+  id: string;
+  type: string;
+  seq: bigint;
+  createdAt: Date;
+  payload: string;
+}
+
+/**
+ * What a handler's loop needs of the database, each call atomic: the SQL store
+ * (event-handlers.ts) and an in-memory one that the simulation runs the same loop against
+ * (handler-loop.spec.ts). Every write but `declare` holds only while `instance` holds the lease.
+ */
+export interface HandlerStore {
+  /** Its row, made at the log's head if it has none, its types kept current, seen at `now`. */
+  declare(name: string, types: string[], now: Date): Promise<void>;
+  /** The place in the log of the newest event. */
+  head(): Promise<bigint>;
+  row(name: string): Promise<HandlerRow | null>;
+  /**
+   * Takes the lease until `now + leaseMs` when it is free, run out or already the instance's
+   * own, and no retry is pending; says whether it did.
+   */
+  claim(
+    name: string,
+    instance: string,
+    now: Date,
+    leaseMs: number,
+  ): Promise<boolean>;
+  renew(name: string, instance: string, until: Date): Promise<void>;
+  release(name: string, instance: string): Promise<void>;
+  /** Events of `types` past `cursor`, oldest first, `limit` at most. */
+  eventsAfter(
+    cursor: bigint,
+    types: readonly string[],
+    limit: number,
+  ): Promise<LoggedEvent[]>;
+  /**
+   * Runs `handle`, then moves the cursor to `seq` and clears the failures, in one transaction;
+   * false, everything rolled back, when the instance no longer holds the lease. A throw of
+   * `handle` rolls back and is thrown.
+   */
+  handleOne(
+    name: string,
+    instance: string,
+    seq: bigint,
+    handle: () => Promise<void>,
+  ): Promise<boolean>;
+  /** An attempt failed: its count in a row, and when to try again. */
+  failed(
+    name: string,
+    instance: string,
+    failures: number,
+    retryAt: Date,
+    error: string,
+  ): Promise<void>;
+  /** The cursor up to `head`, past the events of other types, if it is behind it. */
+  passTo(name: string, instance: string, head: bigint): Promise<void>;
+}
+
+/**
+ * One handler on one instance (docs/decisions.md, "Reacting to events"): each turn reads the
+ * events past its cursor, takes the lease, and handles them in order, each in a transaction
+ * that also moves the cursor. Timers and the clock are the process's own: the simulation fakes
+ * both.
+ */
+export class HandlerLoop {
+  private readonly stopping = new AbortController();
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+
+  constructor(
+    readonly name: string,
+    private readonly types: string[],
+    private readonly handler: HandlesEvents,
+    private readonly store: HandlerStore,
+    private readonly instance: string,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+  ) {}
+
+  declare(): Promise<void> {
+    return this.store.declare(this.name, this.types, new Date());
+  }
+
+  start(): void {
+    this.wakeIn(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private wakeIn(ms: number): void {
+    if (this.stopping.signal.aborted) return;
+    this.timer = setTimeout(() => {
+      this.running = this.turn().then(
+        (next) => this.wakeIn(next),
+        (error: unknown) => {
+          if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
+            this.logger.error(
+              error,
+              `event handler ${this.name} could not run`,
+            );
+          }
+          this.wakeIn(HANDLER_RETRY_BASE_MS);
+        },
+      );
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One turn: the events past its cursor, if any and if it may; says when to look again. */
+  private async turn(): Promise<number> {
+    const head = await this.store.head();
+    const row = await this.store.row(this.name);
+    if (row === null) return HANDLER_POLL_MS;
+    const now = new Date();
+    if (row.retryAt !== null && row.retryAt > now) {
+      return Math.min(row.retryAt.getTime() - now.getTime(), RETRY_LOOK_MS);
+    }
+    if (row.cursor >= head) return HANDLER_POLL_MS;
+    if (
+      !(await this.store.claim(this.name, this.instance, now, HANDLER_LEASE_MS))
+    ) {
+      return HANDLER_POLL_MS;
+    }
+    try {
+      return await this.handleFrom(row, head);
+    } finally {
+      await this.store.release(this.name, this.instance).catch(() => undefined);
+    }
+  }
+
+  /** Handles the events after its cursor up to `head`, in order; says when to look again. */
+  private async handleFrom(row: HandlerRow, head: bigint): Promise<number> {
+    const events = await this.store.eventsAfter(
+      row.cursor,
+      this.types,
+      HANDLER_BATCH,
+    );
+    const due = events.filter(({ seq }) => seq <= head);
+    let failures = row.failures;
+    let renewAt = Date.now() + HANDLER_LEASE_MS / 3;
+    for (const event of due) {
+      if (this.stopping.signal.aborted) return 0;
+      if (Date.now() > renewAt) {
+        await this.store.renew(
+          this.name,
+          this.instance,
+          new Date(Date.now() + HANDLER_LEASE_MS),
+        );
+        renewAt = Date.now() + HANDLER_LEASE_MS / 3;
+      }
+      const failedFor = await this.handleOne(event, failures);
+      if (failedFor !== undefined) return failedFor;
+      failures = 0;
+    }
+    if (due.length === HANDLER_BATCH) return 0;
+    await this.store.passTo(this.name, this.instance, head);
+    return HANDLER_POLL_MS;
+  }
+
+  /** One event, and the cursor past it, in one transaction; on a failure, when to look again. */
+  private async handleOne(
+    event: LoggedEvent,
+    failures: number,
+  ): Promise<number | undefined> {
+    const handled: HandledEvent = {
+      id: event.id,
+      type: event.type,
+      seq: event.seq,
+      createdAt: event.createdAt,
+      payload: parseLosslessJson(event.payload),
+    };
+    try {
+      const held = await this.store.handleOne(
+        this.name,
+        this.instance,
+        event.seq,
+        () => this.handler.handle(handled),
+      );
+      // another instance has taken the handler over: it handles this event
+      if (!held) return HANDLER_POLL_MS;
+      this.metrics.eventHandlerRuns.inc({
+        handler: this.name,
+        outcome: 'handled',
+      });
+      return undefined;
+    } catch (error) {
+      const attempt = failures + 1;
+      const delay = retryDelayMs(attempt);
+      const message = error instanceof Error ? error.message : String(error);
+      this.metrics.eventHandlerRuns.inc({
+        handler: this.name,
+        outcome: 'failed',
+      });
+      await this.store.failed(
+        this.name,
+        this.instance,
+        attempt,
+        new Date(Date.now() + delay),
+        message.slice(0, 1000),
+      );
+      if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
+        this.logger.error(
+          error,
+          `event handler ${this.name} failed at ${handled.type} ${handled.id} (its place in the log: ${handled.seq}), attempt ${attempt}; the events after it wait, and it is tried again in ${Math.round(delay / 1000)} s`,
+        );
+      }
+      return delay;
+    }
+  }
+}
