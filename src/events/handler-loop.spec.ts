@@ -61,6 +61,7 @@ class MemoryDatabase {
     failures: number;
     before: number;
     retryAt: number;
+    error: string;
   }[] = [];
   /** Spans in which every call finds the database away. */
   readonly away: { from: number; to: number }[] = [];
@@ -167,7 +168,7 @@ class MemoryDatabase {
           throw error;
         });
       },
-      failed: (_name, _instance, failures, retryAt) =>
+      failed: (_name, _instance, failures, retryAt, error) =>
         call(() => {
           if (!holds()) return;
           const row = this.row!;
@@ -176,6 +177,7 @@ class MemoryDatabase {
             failures,
             before: row.failures,
             retryAt: retryAt.getTime(),
+            error,
           });
           row.failures = failures;
           row.retryAt = retryAt;
@@ -544,5 +546,252 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       HANDLER_BATCH * 2 + 1 + HANDLER_POLL_MS,
     );
     await Promise.all([loop.stop(), jest.advanceTimersByTimeAsync(1000)]);
+  });
+
+  /** The store, with each of its calls counted, and the time of each. */
+  function counted(store: HandlerStore) {
+    const calls: Partial<Record<keyof HandlerStore, number[]>> = {};
+    const wrapped = Object.fromEntries(
+      Object.entries(store).map(([name, call]) => [
+        name,
+        (...args: unknown[]) => {
+          (calls[name as keyof HandlerStore] ??= []).push(Date.now());
+          return (call as (...args: unknown[]) => unknown)(...args);
+        },
+      ]),
+    ) as unknown as HandlerStore;
+    const count = (name: keyof HandlerStore) => calls[name]?.length ?? 0;
+    return { store: wrapped, calls, count };
+  }
+
+  function loopOn(
+    store: HandlerStore,
+    handler: { handle(event: HandledEvent): Promise<void> },
+    { instance = 'a', metrics = new Metrics(false) } = {},
+  ) {
+    return new HandlerLoop(
+      NAME,
+      [HANDLED],
+      handler,
+      store,
+      instance,
+      new Logger('EventHandlers'),
+      metrics,
+    );
+  }
+
+  const every = (ms: number) =>
+    plannedHandler({ failuresOf: new Map(), durationOf: () => ms });
+
+  it('logs a failure as an error line naming the event, its attempt and its pause, counts it, and keeps 1000 characters of it', async () => {
+    const db = new MemoryDatabase();
+    const metrics = new Metrics(false);
+    const errors = jest.mocked(Logger.prototype.error);
+    let thrown = 0;
+    const loop = loopOn(
+      db.storeOf('a', () => false),
+      {
+        handle() {
+          thrown += 1;
+          return thrown === 1
+            ? Promise.reject(new Error('x'.repeat(5000)))
+            : Promise.resolve();
+        },
+      },
+      { metrics },
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(5000);
+    await loop.stop();
+    expect(errors.mock.calls.map(([, message]) => message)).toEqual([
+      'event handler care.plant-deleted failed at plant.deleted evt_1 (its place in the log: 1), attempt 1; the events after it wait, and it is tried again in 1 s',
+    ]);
+    expect(db.failures.map(({ error }) => error.length)).toEqual([1000]);
+    const runs = (await metrics.eventHandlerRuns.get()).values;
+    expect(
+      runs.map(({ labels, value }) => [labels.handler, labels.outcome, value]),
+    ).toEqual([
+      [NAME, 'failed', 1],
+      [NAME, 'handled', 1],
+    ]);
+  });
+
+  it('logs no error line for a conflict the handler met, nor for the database away, and runs again', async () => {
+    const db = new MemoryDatabase();
+    const errors = jest.mocked(Logger.prototype.error);
+    let thrown = 0;
+    const loop = loopOn(
+      db.storeOf('a', () => false),
+      {
+        handle() {
+          thrown += 1;
+          // a serialization failure, as the driver reports it
+          return thrown === 1
+            ? Promise.reject(
+                Object.assign(new Error('could not serialize access'), {
+                  code: '40001',
+                }),
+              )
+            : Promise.resolve();
+        },
+      },
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    db.away.push({ from: START + 3000, to: START + 4000 });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(2000);
+    expect(db.effects).toHaveLength(1);
+    db.append(HANDLED);
+    await jest.advanceTimersByTimeAsync(6000);
+    await loop.stop();
+    expect(db.effects.map(({ seq }) => seq)).toEqual([1n, 2n]);
+    expect(errors).not.toHaveBeenCalled();
+  });
+
+  it('logs an error line when a turn fails for another reason than the database, and runs again a second later', async () => {
+    const db = new MemoryDatabase();
+    const errors = jest.mocked(Logger.prototype.error);
+    const store = db.storeOf('a', () => false);
+    let broken = true;
+    const loop = loopOn(
+      {
+        ...store,
+        head: () =>
+          broken ? Promise.reject(new Error('a bug')) : store.head(),
+      },
+      every(0),
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(10);
+    broken = false;
+    expect(errors.mock.calls.map(([, message]) => message)).toEqual([
+      'event handler care.plant-deleted could not run',
+    ]);
+    await jest.advanceTimersByTimeAsync(990);
+    expect(db.effects).toHaveLength(0);
+    await jest.advanceTimersByTimeAsync(20);
+    expect(db.effects).toHaveLength(1);
+    await loop.stop();
+  });
+
+  it('renews its lease every third of it through a long batch, so no other instance takes it over', async () => {
+    const db = new MemoryDatabase();
+    const a = counted(db.storeOf('a', () => false));
+    const loops = [
+      loopOn(a.store, every(1000)),
+      loopOn(
+        db.storeOf('b', () => false),
+        every(1000),
+        { instance: 'b' },
+      ),
+    ];
+    for (const loop of loops) await loop.declare();
+    for (let event = 0; event < 50; event += 1) db.append(HANDLED);
+    loops[0].start();
+    await jest.advanceTimersByTimeAsync(1);
+    loops[1].start();
+    await jest.advanceTimersByTimeAsync(55_000);
+    await Promise.all([
+      ...loops.map((loop) => loop.stop()),
+      jest.advanceTimersByTimeAsync(2000),
+    ]);
+    expect(db.effects.map(({ instance }) => instance)).toEqual(
+      Array<string>(50).fill('a'),
+    );
+    expect(db.attempts.filter(({ outcome }) => outcome === 'lost')).toEqual([]);
+    // past each third of the lease: 11, 22, 33 and 44 s in
+    expect(a.calls.renew?.map((at) => at - START)).toEqual([
+      11_000, 22_000, 33_000, 44_000,
+    ]);
+  });
+
+  it('stops after the event in hand, and makes no call after it has stopped', async () => {
+    const db = new MemoryDatabase();
+    const a = counted(db.storeOf('a', () => false));
+    const loop = loopOn(a.store, every(1000));
+    await loop.declare();
+    for (let event = 0; event < 10; event += 1) db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(2500);
+    const stopped = loop.stop();
+    await jest.advanceTimersByTimeAsync(1000);
+    await stopped;
+    expect(db.effects).toHaveLength(3);
+    const calls = Object.values(a.calls).flat().length;
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(Object.values(a.calls).flat()).toHaveLength(calls);
+  });
+
+  it('while idle, reads its row each poll and takes no lease; after a turn, gives the lease back', async () => {
+    const db = new MemoryDatabase();
+    const a = counted(db.storeOf('a', () => false));
+    const loop = loopOn(a.store, every(0));
+    await loop.declare();
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(db.effects).toHaveLength(1);
+    expect(db.row!.leasedBy).toBeNull();
+    expect(a.count('claim')).toBe(1);
+    await jest.advanceTimersByTimeAsync(10_000);
+    await loop.stop();
+    expect(a.count('claim')).toBe(1);
+    expect(a.count('row')).toBeGreaterThanOrEqual(10_000 / HANDLER_POLL_MS);
+    expect(a.count('row')).toBeLessThanOrEqual(10_000 / HANDLER_POLL_MS + 2);
+  });
+
+  it('waits out a pending retry, looking at its row every 2 s at most, and tries again as it ends', async () => {
+    const db = new MemoryDatabase();
+    const a = counted(db.storeOf('a', () => false));
+    const loop = loopOn(a.store, every(0));
+    await loop.declare();
+    db.append(HANDLED);
+    db.row!.retryAt = new Date(START + 60_000);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(59_000);
+    expect(db.effects).toHaveLength(0);
+    expect(a.count('claim')).toBe(0);
+    // each look waits the rest of the pause, 2 s at most
+    expect(a.count('row')).toBeGreaterThanOrEqual(59_000 / 2000);
+    expect(a.count('row')).toBeLessThanOrEqual(59_000 / 2000 + 2);
+    await jest.advanceTimersByTimeAsync(1000 + HANDLER_POLL_MS + 1);
+    expect(db.effects).toHaveLength(1);
+    await loop.stop();
+  });
+
+  it('comes back for a retry due in less than its 2 s look as it comes due', async () => {
+    const db = new MemoryDatabase();
+    const loop = loopOn(
+      db.storeOf('a', () => false),
+      every(0),
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    db.row!.retryAt = new Date(START + 500);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(500 + HANDLER_POLL_MS + 1);
+    expect(db.effects).toHaveLength(1);
+    await loop.stop();
+  });
+
+  it('handles no event past the head it read: one still being sequenced waits for the next turn', async () => {
+    const db = new MemoryDatabase();
+    const store = db.storeOf('a', () => false);
+    const loop = loopOn(
+      { ...store, head: () => Promise.resolve(1n) },
+      every(0),
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(1000);
+    await loop.stop();
+    expect(db.effects.map(({ seq }) => seq)).toEqual([1n]);
   });
 });
