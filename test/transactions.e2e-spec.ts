@@ -2,10 +2,13 @@ import { Module } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { AppModule } from '../src/app.module';
 import { ServiceDeclarations } from '../src/cli/service-declarations';
-import { DataSource, QueryFailedError } from 'typeorm';
+import { DataSource, type EntityManager, QueryFailedError } from 'typeorm';
 import { EntitySql } from '../src/database/entity-sql';
 import { findForUpdate } from '../src/database/row-locks';
-import { PortableDataSource } from '../src/database/portable-data-source';
+import {
+  PortableDataSource,
+  SERIALIZABLE_LOCK_WAIT_MS,
+} from '../src/database/portable-data-source';
 import { describeRequestProblem } from '../src/database/database-errors';
 import { EventPublisher } from '../src/events/event-publisher';
 import { createOrdersTables } from './fixtures/orders/create-tables';
@@ -207,6 +210,52 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
     ).rejects.toThrow(
       "a READ COMMITTED transaction joined a transaction opened at SERIALIZABLE after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: 'READ COMMITTED' }))",
     );
+  });
+
+  it('bounds a row-lock wait at SERIALIZABLE on PostgreSQL, where waiting cannot help, and leaves READ COMMITTED to wait', async () => {
+    const levelAndWait = async (manager: EntityManager) => {
+      const [{ transaction_isolation: level }] = await manager.query<
+        { transaction_isolation: string }[]
+      >('SHOW transaction_isolation');
+      const [{ lock_timeout: wait }] =
+        await manager.query<{ lock_timeout: string }[]>('SHOW lock_timeout');
+      return [level, wait];
+    };
+    const portable = dataSource as PortableDataSource;
+    if (testApp.engine !== 'postgres') {
+      // one level; the lock of another process on the file (the CLI, a second instance) is
+      // waited for, better-sqlite3's 5 s, as BEGIN IMMEDIATE takes it
+      expect(
+        await portable.transaction('SERIALIZABLE', (manager) =>
+          manager.query('PRAGMA busy_timeout'),
+        ),
+      ).toEqual([{ timeout: 5000n }]);
+      return;
+    }
+    expect(await portable.transaction('SERIALIZABLE', levelAndWait)).toEqual([
+      'serializable',
+      `${SERIALIZABLE_LOCK_WAIT_MS}ms`,
+    ]);
+    expect(await portable.transaction('READ COMMITTED', levelAndWait)).toEqual([
+      'read committed',
+      '0',
+    ]);
+    // a transaction that takes the level of the rule behind it takes its bound with it
+    expect(
+      await portable.adoptingTransaction('SERIALIZABLE', () =>
+        dataSource.transaction('READ COMMITTED', levelAndWait),
+      ),
+    ).toEqual(['read committed', '0']);
+    expect(
+      await portable.adoptingTransaction('READ COMMITTED', () =>
+        dataSource.transaction('SERIALIZABLE', levelAndWait),
+      ),
+    ).toEqual(['serializable', `${SERIALIZABLE_LOCK_WAIT_MS}ms`]);
+    // and the connection goes back to the pool as it was
+    expect(await levelAndWait(dataSource.manager)).toEqual([
+      'read committed',
+      '0',
+    ]);
   });
 
   it('leaves nothing behind when the transaction throws after its writes', async () => {

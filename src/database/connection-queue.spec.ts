@@ -37,6 +37,26 @@ describe('ConnectionQueue', () => {
     expect(queue.waiting).toBe(0);
   });
 
+  it('serves an earlier deadline first: a transaction run again keeps its place ahead of later arrivals', async () => {
+    const queue = new ConnectionQueue(1, { limit: 10, timeoutMs: 1000 });
+    await queue.acquire();
+    const served: string[] = [];
+    const wait = (name: string, deadline?: number) =>
+      queue.acquire(deadline).then(() => served.push(name));
+    const waits = [wait('new')];
+    jest.advanceTimersByTime(10);
+    waits.push(wait('newer'), wait('retried', Date.now() - 500));
+    waits.push(wait('same deadline as retried', Date.now() - 500));
+    for (let turn = 0; turn < 4; turn += 1) queue.release();
+    await Promise.all(waits);
+    expect(served).toEqual([
+      'retried',
+      'same deadline as retried',
+      'new',
+      'newer',
+    ]);
+  });
+
   it('refuses a waiter past the limit at once, as busy', async () => {
     const queue = new ConnectionQueue(1, { limit: 2, timeoutMs: 1000 });
     await queue.acquire();

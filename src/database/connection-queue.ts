@@ -5,6 +5,8 @@ import {
 } from './database-errors';
 
 interface Waiter {
+  /** By when its caller needs the connection: the line is in this order. */
+  deadline: number;
   grant: () => void;
   refuse: (error: Error) => void;
   timer: NodeJS.Timeout;
@@ -20,7 +22,10 @@ export interface QueueBounds {
 
 /**
  * The line in front of PostgreSQL's pool: as many permits as the pool has connections, and
- * waiters served first come, first served, each for a bounded time. pg-pool's own queue has
+ * waiters served by their deadline, earliest first, each for a bounded time. A new caller's
+ * deadline is DB_BUSY_TIMEOUT from its arrival, so callers are served first come, first
+ * served; a transaction run again after a conflict keeps the deadline of its first attempt,
+ * and so its place in the line, ahead of the requests that came after it. pg-pool's own queue has
  * no bound on its length, and its wait shares one timeout with opening a connection, so a
  * request that waited its turn too long was told the database was unreachable. Here a wait
  * that runs out, or a line already full, is a DatabaseBusyError (503 busy, nothing changed):
@@ -59,12 +64,11 @@ export class ConnectionQueue {
         ),
       );
     }
-    const waitMs = Math.max(
-      0,
-      Math.min(deadline, Date.now() + this.bounds.timeoutMs) - Date.now(),
-    );
+    const until = Math.min(deadline, Date.now() + this.bounds.timeoutMs);
+    const waitMs = Math.max(0, until - Date.now());
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
+        deadline: until,
         grant: resolve,
         refuse: reject,
         timer: setTimeout(() => {
@@ -76,7 +80,12 @@ export class ConnectionQueue {
           );
         }, waitMs),
       };
-      this.waiters.push(waiter);
+      const behind = this.waiters.findIndex((other) => other.deadline > until);
+      this.waiters.splice(
+        behind === -1 ? this.waiters.length : behind,
+        0,
+        waiter,
+      );
     });
   }
 

@@ -42,13 +42,18 @@ export function isTransactionConflict(error: unknown): boolean {
   );
 }
 
+/** A statement that waited for a lock longer than lock_timeout (55P03): nothing of it was applied. */
+export function isLockNotGranted(error: unknown): boolean {
+  return driverCodeOf(error) === '55P03';
+}
+
 /**
  * A statement that waited for a lock longer than lock_timeout (55P03), or a transaction given
  * up in a deadlock or a serialization failure: nothing of it was applied. What a migration
  * meets when live traffic holds the locks it needs, and retries.
  */
 export function gaveWayToLiveTraffic(error: unknown): boolean {
-  return driverCodeOf(error) === '55P03' || isTransactionConflict(error);
+  return isLockNotGranted(error) || isTransactionConflict(error);
 }
 
 /**

@@ -42,6 +42,44 @@ describe('PortableDataSource.transaction', () => {
     expect(attempts).toBe(3);
   });
 
+  it('runs conflicted transactions again one at a time, the oldest first, each until it commits', async () => {
+    const attempts: string[] = [];
+    const conflicting = (name: string) => {
+      let failures = 2;
+      return dataSource.transaction(async () => {
+        attempts.push(name);
+        // the others' first attempts come in while this one runs
+        await new Promise((resolve) => setImmediate(resolve));
+        if (failures === 0) return name;
+        failures -= 1;
+        throw conflict('40001');
+      });
+    };
+    const first = conflicting('first');
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    const second = conflicting('second');
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    const third = conflicting('third');
+    expect(await Promise.all([first, second, third])).toEqual([
+      'first',
+      'second',
+      'third',
+    ]);
+    // after each one's first attempt, the retries in the order they came, the first of the
+    // line trying until it commits
+    const retries = attempts.filter(
+      (name, index) => attempts.indexOf(name) !== index,
+    );
+    expect(retries).toEqual([
+      'first',
+      'first',
+      'second',
+      'second',
+      'third',
+      'third',
+    ]);
+  });
+
   it('gives up once the contention bound has passed, with the conflict, which is busy', async () => {
     // the machine's pace out of it: time moves only as the test says
     jest.useFakeTimers({
@@ -64,7 +102,7 @@ describe('PortableDataSource.transaction', () => {
     }
     expect(outcome).toBeInstanceOf(QueryFailedError);
     expect(isDatabaseBusy(outcome)).toBe(true);
-    // pauses of at most 10, 20, 40 and 80 ms: five attempts at least fit in 300 ms
+    // pauses of at most 5 ms: five attempts at least fit in 300 ms
     expect(starts.length).toBeGreaterThanOrEqual(5);
     // no attempt starts once the bound (300 ms) has passed
     expect(starts.filter((at) => at >= started + 300)).toEqual([]);

@@ -24,6 +24,7 @@ import {
   DatabaseUnreachableError,
   explainConnectFailure,
   gaveWayToLiveTraffic,
+  isLockNotGranted,
   isTransactionConflict,
 } from './database-errors';
 
@@ -120,9 +121,30 @@ const BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE TRANSACTION';
 /** Statements kept prepared on SQLite's connection, by text: every text the code writes. */
 const PREPARED_STATEMENTS = 256;
 
-/** Full jitter, 5 ms doubling to at most 250 ms: contenders spread out instead of colliding. */
-const retryDelayMs = (attempt: number) =>
-  Math.random() * Math.min(250, 5 * 2 ** attempt);
+/**
+ * How long a statement of a SERIALIZABLE or REPEATABLE READ transaction waits for a row lock
+ * on PostgreSQL before it fails (55P03) and the transaction runs again. Waiting cannot help
+ * there: when the holder commits, the waiter fails with a serialization failure anyway; and
+ * two transactions that lock two rows in opposite orders would wait for PostgreSQL's deadlock
+ * check, a second (deadlock_timeout) into the wait. At READ COMMITTED, where a lock is taken
+ * to be waited for (`@LockingTransaction()`), the server's own setting holds.
+ */
+export const SERIALIZABLE_LOCK_WAIT_MS = 10;
+
+/** Whether a transaction at `level` bounds its row-lock waits (as above). */
+function boundsLockWaits(level: IsolationLevel): boolean {
+  return level === 'SERIALIZABLE' || level === 'REPEATABLE READ';
+}
+
+const BOUNDED_LOCK_WAIT = `SET LOCAL lock_timeout = ${SERIALIZABLE_LOCK_WAIT_MS}`;
+
+/**
+ * The pause before a conflicted transaction runs again, at random up to this: the transaction
+ * it met has a moment to commit. Short, because the line of conflicted transactions (below)
+ * already keeps them from colliding with each other: a longer pause only let requests that
+ * came later take the rows first (p99 5.4 s for 70 contended transfers, against 1.4 s).
+ */
+const RETRY_JITTER_MS = 5;
 
 type Work<T> = (manager: EntityManager) => Promise<T>;
 
@@ -211,12 +233,25 @@ export class PortableDataSource extends DataSource {
 
   /** PostgreSQL only: the line in front of the pool. */
   private queue?: ConnectionQueue;
+  /**
+   * This instance's transactions that conflicted, run again one at a time, the oldest first
+   * (by deadline: a transaction keeps the one of its first attempt); made on first use.
+   */
+  private conflicted?: ConnectionQueue;
 
   /** PostgreSQL only: readiness's own connection, apart from the pool and its line. */
   private pingPool?: PgPool;
 
   constructor(options: PortableDataSourceOptions) {
     super(options);
+  }
+
+  private get retryLine(): ConnectionQueue {
+    this.conflicted ??= new ConnectionQueue(1, {
+      ...this.contention,
+      limit: Number.MAX_SAFE_INTEGER,
+    });
+    return this.conflicted;
   }
 
   private get contention(): QueueBounds {
@@ -434,17 +469,33 @@ export class PortableDataSource extends DataSource {
     adopting: boolean,
   ): Promise<T> {
     const deadline = Date.now() + this.contention.timeoutMs;
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.runTransaction(level, deadline, work, adopting);
-      } catch (error) {
-        if (!isTransactionConflict(error)) throw error;
-        const delay = retryDelayMs(attempt);
-        if (Date.now() + delay >= deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        // a timer can fire late on a loaded machine: no attempt starts past the bound
-        if (Date.now() >= deadline) throw error;
+    let inLine = false;
+    try {
+      for (;;) {
+        try {
+          return await this.runTransaction(level, deadline, work, adopting);
+        } catch (error) {
+          if (!isTransactionConflict(error) && !isLockNotGranted(error)) {
+            throw error;
+          }
+          // run again from the line of this instance's conflicted transactions, one at a time
+          // in the order they began: the first of them keeps trying until it commits
+          if (!inLine) {
+            // past the bound, the conflict is the answer (busy), as below
+            await this.retryLine.acquire(deadline).catch(() => {
+              throw error;
+            });
+            inLine = true;
+          }
+          const delay = Math.random() * RETRY_JITTER_MS;
+          if (Date.now() + delay >= deadline) throw error;
+          await new Promise((resolve) => setTimeout(resolve, delay));
+          // a timer can fire late on a loaded machine: no attempt starts past the bound
+          if (Date.now() >= deadline) throw error;
+        }
       }
+    } finally {
+      if (inLine) this.retryLine.release();
     }
   }
 
@@ -469,10 +520,7 @@ export class PortableDataSource extends DataSource {
     };
     try {
       return await activeTransaction.run(active, async () => {
-        // SQLite's own level is serializable, and TypeORM refuses it any other
-        await owner.startTransaction(
-          this.options.type === 'postgres' ? isolation : undefined,
-        );
+        await this.begin(owner, isolation);
         if (adopting) this.watchFirstStatement(owner, active);
         try {
           const result = await work(owner.manager);
@@ -492,6 +540,31 @@ export class PortableDataSource extends DataSource {
   }
 
   /**
+   * Begins `owner`'s transaction. On PostgreSQL in one round trip where TypeORM takes two
+   * (START TRANSACTION, then SET TRANSACTION ISOLATION LEVEL), with the level's bound on
+   * row-lock waits (lockWaitOf). SQLite's own level is serializable, and TypeORM refuses it
+   * any other.
+   */
+  private async begin(
+    owner: QueryRunner,
+    isolation: IsolationLevel,
+  ): Promise<void> {
+    if (this.options.type !== 'postgres') return owner.startTransaction();
+    const query = owner.query.bind(owner);
+    owner.query = ((sql: string) =>
+      sql === 'START TRANSACTION'
+        ? Promise.resolve()
+        : query(
+            `START TRANSACTION ISOLATION LEVEL ${isolation}${boundsLockWaits(isolation) ? `; ${BOUNDED_LOCK_WAIT}` : ''}`,
+          )) as QueryRunner['query'];
+    try {
+      await owner.startTransaction(isolation);
+    } finally {
+      owner.query = query;
+    }
+  }
+
+  /**
    * Marks `active` once a statement runs on `owner`, and gives it the way to change its level
    * until then.
    */
@@ -505,7 +578,9 @@ export class PortableDataSource extends DataSource {
       setLevel: async (level: IsolationLevel) => {
         // PostgreSQL takes it before the transaction's first statement; SQLite has one level
         if (this.options.type === 'postgres') {
-          await query(`SET TRANSACTION ISOLATION LEVEL ${level}`);
+          await query(
+            `SET TRANSACTION ISOLATION LEVEL ${level}; ${boundsLockWaits(level) ? BOUNDED_LOCK_WAIT : 'SET LOCAL lock_timeout = DEFAULT'}`,
+          );
         }
       },
     };
