@@ -1,6 +1,7 @@
 // @ts-check
 // npm run bench:contention [-- --database sqlite|postgres --duration 10 --concurrency 70
 //                              --rules locked,serializable --pool-sizes 10 --stock 100000
+//                              --instances 1
 //                              --main dist-test/test/fixtures/inventory/main.js
 //                              --postgres-url postgres://postgres@127.0.0.1:5432/postgres]
 // Contended transfers: the inventory fixture (test/fixtures/inventory/) as a process, and
@@ -8,7 +9,8 @@
 // way and half the other, for --duration seconds each, with each rule ("locked": its rows
 // locked at READ COMMITTED; "serializable": read, checked and written at SERIALIZABLE, retried
 // on conflicts) and each pool size. Prints transfers a second, latency and every answer that
-// was not 201, and checks that the stock still adds up. Another build is measured with
+// was not 201, and checks that the stock still adds up. --instances runs that many processes
+// on the one database, the clients spread over them in turn. Another build is measured with
 // --main pointing at its fixture build.
 'use strict';
 const { spawn } = require('node:child_process');
@@ -31,6 +33,7 @@ function parseArguments(argv) {
     rules: 'locked,serializable',
     'pool-sizes': '10',
     stock: 100000,
+    instances: 1,
     main: '',
     'postgres-url': 'postgres://postgres@127.0.0.1:5432/postgres',
   };
@@ -159,23 +162,30 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
 
 async function measure(options, rule, poolSize) {
   const database = await freshDatabase(options);
-  const fixture = await startFixture(options.main || fixtureMain('inventory'), {
-    DATABASE_URL: database.url,
-    DB_POOL_SIZE: String(poolSize),
-  });
+  const fixtures = [];
+  for (let instance = 0; instance < options.instances; instance += 1) {
+    fixtures.push(
+      await startFixture(options.main || fixtureMain('inventory'), {
+        DATABASE_URL: database.url,
+        DB_POOL_SIZE: String(poolSize),
+      }),
+    );
+  }
   try {
     await database.run(
       `INSERT INTO fixture_greenhouse_stock (greenhouse, quantity) VALUES ('A', ${options.stock}), ('B', ${options.stock})`,
     );
     const agent = new http.Agent({ keepAlive: true, maxSockets: options.concurrency });
-    const url = `${fixture.baseUrl}${ROUTES[rule]}`;
     const answers = [];
     const ends = Date.now() + options.duration * 1000;
     await Promise.all(
       Array.from({ length: options.concurrency }, async (_, client) => {
         for (let i = 0; Date.now() < ends; i += 1) {
           const [source, destination] = (client + i) % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
-          answers.push(await post(agent, url, fixture.token, { source, destination, quantity: 1 }));
+          const fixture = fixtures[client % fixtures.length];
+          answers.push(
+            await post(agent, `${fixture.baseUrl}${ROUTES[rule]}`, fixture.token, { source, destination, quantity: 1 }),
+          );
         }
       }),
     );
@@ -199,7 +209,7 @@ async function measure(options, rule, poolSize) {
       stockAddsUp: Number(total) === 2 * options.stock,
     };
   } finally {
-    await fixture.stop();
+    await Promise.all(fixtures.map((fixture) => fixture.stop()));
     await database.drop();
   }
 }
@@ -208,7 +218,7 @@ async function main() {
   const options = parseArguments(process.argv.slice(2));
   if (!options.main) buildFixtures();
   console.log(
-    `contended transfers on ${options.database}: ${options.concurrency} clients, ${options.duration} s each, two greenhouses of ${options.stock}`,
+    `contended transfers on ${options.database}: ${options.concurrency} clients over ${options.instances} instance(s), ${options.duration} s each, two greenhouses of ${options.stock}`,
   );
   console.log('rule          pool  transfers/s   p50 ms   p99 ms   max ms  other answers');
   for (const poolSize of options['pool-sizes'].split(',').map(Number)) {

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import {
   startFixtureProcess,
+  startFixtureProcesses,
   type FixtureProcess,
 } from './helpers/fixture-process';
 import {
@@ -69,6 +70,113 @@ async function readinessDuring(
   return statuses;
 }
 
+/**
+ * `oneWay` transfers of one plant from `here` (a stock of 10) to `there` (none) and
+ * `otherWay` back, all at once, spread over `services` in turn: every answer is the rule's
+ * own, the stock adds up, each accepted transfer has its row and its event, readiness stays
+ * 200 and no instance logs an outage or an error.
+ */
+async function transfersBothWays({
+  services,
+  database,
+  path,
+  here,
+  there,
+  oneWay,
+  otherWay,
+}: {
+  services: FixtureProcess[];
+  database: ReturnType<typeof databaseReader>;
+  path: string;
+  here: string;
+  there: string;
+  oneWay: number;
+  otherWay: number;
+}): Promise<void> {
+  await database.query(
+    'INSERT INTO fixture_greenhouse_stock (greenhouse, quantity) VALUES (?, 10), (?, 0)',
+    [here, there],
+  );
+  const directions = [
+    ...Array<[string, string]>(oneWay).fill([here, there]),
+    ...Array<[string, string]>(otherWay).fill([there, here]),
+  ];
+  const burst = Promise.all(
+    directions.map(([source, destination], index) =>
+      post(
+        services[index % services.length],
+        path,
+        { source, destination, quantity: 1 },
+        index,
+      ),
+    ),
+  );
+  const readiness = await readinessDuring(services[0], burst);
+  const answers = await burst;
+
+  // each answer is the rule's own: moved, or refused for want of stock where it left from
+  expect(
+    answers.filter(
+      (answer, index) =>
+        answer.status !== 201 &&
+        !(
+          answer.status === 400 &&
+          answer.message ===
+            `greenhouse ${directions[index][0]} has 0, fewer than the 1 to move`
+        ),
+    ),
+  ).toEqual([]);
+  const moved = (source: string) =>
+    answers.filter(
+      ({ status }, index) => status === 201 && directions[index][0] === source,
+    ).length;
+  // a refusal for want of stock means the stock had all gone: 10 moved from here at least
+  const refusedHere = answers.some(
+    ({ status }, index) => status === 400 && directions[index][0] === here,
+  );
+  expect(moved(here)).toBeGreaterThanOrEqual(refusedHere ? 10 : 0);
+  expect(
+    await database.query<{ greenhouse: string; quantity: bigint }>(
+      'SELECT greenhouse, quantity FROM fixture_greenhouse_stock WHERE greenhouse IN (?, ?) ORDER BY greenhouse',
+      [here, there],
+    ),
+  ).toEqual([
+    {
+      greenhouse: here,
+      quantity: BigInt(10 - moved(here) + moved(there)),
+    },
+    { greenhouse: there, quantity: BigInt(moved(here) - moved(there)) },
+  ]);
+  const accepted = moved(here) + moved(there);
+  expect(
+    await database.query(
+      'SELECT id FROM fixture_transfers WHERE source IN (?, ?)',
+      [here, there],
+    ),
+  ).toHaveLength(accepted);
+  const events = await database.query<{ payload: string }>(
+    "SELECT payload FROM events WHERE type = 'fixture-transfer.made'",
+    [],
+  );
+  expect(
+    events.filter(({ payload }) =>
+      [here, there].includes(
+        (JSON.parse(payload) as { source: string }).source,
+      ),
+    ),
+  ).toHaveLength(accepted);
+  expect(readiness.filter((status) => status !== 200)).toEqual([]);
+  // the database's own state lines (an outage begun or ended), and any error line
+  expect(
+    services.flatMap((service) =>
+      service
+        .lines()
+        .filter((line) => line.context === 'Database' || line.level >= 50)
+        .map((line) => line.msg),
+    ),
+  ).toEqual([]);
+}
+
 // Contention is work, not an outage (docs/adding-a-module.md, "Business rules"): rules under
 // many concurrent requests, against a real process at its default settings, on each engine.
 describe(`contended business rules over HTTP (${ENGINE})`, () => {
@@ -130,78 +238,16 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
     ],
   ])(
     'answers 70 transfers both ways on a stock of 10, %s',
-    async (_, path, here, there) => {
-      await database.query(
-        'INSERT INTO fixture_greenhouse_stock (greenhouse, quantity) VALUES (?, 10), (?, 0)',
-        [here, there],
-      );
-      const directions = [
-        ...Array<[string, string]>(50).fill([here, there]),
-        ...Array<[string, string]>(20).fill([there, here]),
-      ];
-      const burst = Promise.all(
-        directions.map(([source, destination], index) =>
-          post(service, path, { source, destination, quantity: 1 }, index),
-        ),
-      );
-      const readiness = await readinessDuring(service, burst);
-      const answers = await burst;
-
-      // each answer is the rule's own: moved, or refused for want of stock where it left from
-      expect(
-        answers.filter(
-          (answer, index) =>
-            answer.status !== 201 &&
-            !(
-              answer.status === 400 &&
-              answer.message ===
-                `greenhouse ${directions[index][0]} has 0, fewer than the 1 to move`
-            ),
-        ),
-      ).toEqual([]);
-      const moved = (source: string) =>
-        answers.filter(
-          ({ status }, index) =>
-            status === 201 && directions[index][0] === source,
-        ).length;
-      // a refusal for want of stock means the stock had all gone: 10 moved from here at least
-      const refusedHere = answers.some(
-        ({ status }, index) => status === 400 && directions[index][0] === here,
-      );
-      expect(moved(here)).toBeGreaterThanOrEqual(refusedHere ? 10 : 0);
-      expect(
-        await database.query<{ greenhouse: string; quantity: bigint }>(
-          'SELECT greenhouse, quantity FROM fixture_greenhouse_stock WHERE greenhouse IN (?, ?) ORDER BY greenhouse',
-          [here, there],
-        ),
-      ).toEqual([
-        {
-          greenhouse: here,
-          quantity: BigInt(10 - moved(here) + moved(there)),
-        },
-        { greenhouse: there, quantity: BigInt(moved(here) - moved(there)) },
-      ]);
-      const accepted = moved(here) + moved(there);
-      expect(
-        await database.query(
-          'SELECT id FROM fixture_transfers WHERE source IN (?, ?)',
-          [here, there],
-        ),
-      ).toHaveLength(accepted);
-      const events = await database.query<{ payload: string }>(
-        "SELECT payload FROM events WHERE type = 'fixture-transfer.made'",
-        [],
-      );
-      expect(
-        events.filter(({ payload }) =>
-          [here, there].includes(
-            (JSON.parse(payload) as { source: string }).source,
-          ),
-        ),
-      ).toHaveLength(accepted);
-      expect(readiness.filter((status) => status !== 200)).toEqual([]);
-      expect(outageLines()).toEqual([]);
-    },
+    (_, path, here, there) =>
+      transfersBothWays({
+        services: [service],
+        database,
+        path,
+        here,
+        there,
+        oneWay: 50,
+        otherWay: 20,
+      }),
   );
 
   it('holds the cap of 100 subscriptions under 400 concurrent creates, never 5xx', async () => {
@@ -248,4 +294,61 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
     expect(readiness.filter((status) => status !== 200)).toEqual([]);
     expect(outageLines()).toEqual([]);
   });
+});
+
+// The same rules from three instances on one database, as a deployment runs them: an
+// instance's line of conflicted transactions is its own, and a row lock is the database's.
+describe(`contended business rules across three instances (${ENGINE})`, () => {
+  let services: FixtureProcess[];
+  let stop: () => Promise<void>;
+  let database: ReturnType<typeof databaseReader>;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const shared = await databaseForProcesses({ writable: true });
+    database = shared.reader;
+    cleanup = shared.drop;
+    ({ instances: services, stop } = await startFixtureProcesses(
+      'inventory',
+      3,
+      {
+        DATABASE_URL: shared.url,
+        WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+        LOG_LEVEL: 'warn',
+      },
+    ));
+    // each transfer writes its event, as above
+    expect(
+      (
+        await post(
+          services[0],
+          '/webhooks/subscriptions',
+          { url: 'http://127.0.0.1:9/every-event' },
+          0,
+        )
+      ).status,
+    ).toBe(201);
+  });
+
+  afterAll(async () => {
+    await stop?.();
+    await cleanup?.();
+  });
+
+  it.each([
+    ['its rows locked (READ COMMITTED)', '/fixture-transfers', 'E', 'F'],
+    ['at SERIALIZABLE', '/fixture-transfers/serializable', 'G', 'H'],
+  ])(
+    'answers 200 transfers both ways on a stock of 10, %s, never 5xx',
+    (_, path, here, there) =>
+      transfersBothWays({
+        services,
+        database,
+        path,
+        here,
+        there,
+        oneWay: 140,
+        otherWay: 60,
+      }),
+  );
 });
