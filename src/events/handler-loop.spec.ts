@@ -605,7 +605,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     loop.start();
     await jest.advanceTimersByTimeAsync(5000);
     await loop.stop();
-    expect(errors.mock.calls.map(([, message]) => message)).toEqual([
+    expect(errors.mock.calls.map(([, message]) => message as string)).toEqual([
       'event handler care.plant-deleted failed at plant.deleted evt_1 (its place in the log: 1), attempt 1; the events after it wait, and it is tried again in 1 s',
     ]);
     expect(db.failures.map(({ error }) => error.length)).toEqual([1000]);
@@ -669,7 +669,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     loop.start();
     await jest.advanceTimersByTimeAsync(10);
     broken = false;
-    expect(errors.mock.calls.map(([, message]) => message)).toEqual([
+    expect(errors.mock.calls.map(([, message]) => message as string)).toEqual([
       'event handler care.plant-deleted could not run',
     ]);
     await jest.advanceTimersByTimeAsync(990);
