@@ -48,8 +48,9 @@ async function bootstrap(
   options: CreateAppOptions,
 ): Promise<NestExpressApplication> {
   loadEnvironment(process.env);
-  const app = await createApp(options);
+  // before the app, whose first connection may warn (node-postgres on sslmode)
   logProcessWarnings(new Logger('Node'));
+  const app = await createApp(options);
   for (const warning of unknownSettingWarnings(process.env)) {
     new Logger('Configuration').warn(warning);
   }

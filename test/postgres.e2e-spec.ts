@@ -290,6 +290,27 @@ describeWithPostgres(
       expect(output).not.toContain('Retrying');
     });
 
+    it('does not start when DATABASE_URL asks for TLS that the server does not have: one line saying which setting', async () => {
+      const url = serverUrl();
+      const client = new Client({ connectionString: url.toString() });
+      await client.connect();
+      const [{ ssl }] = (await client.query<{ ssl: string }>('SHOW ssl')).rows;
+      await client.end();
+      // the test server of this repository has none (.ci/run starts it so); one with TLS
+      // answers sslmode=require, and the failure cannot be made
+      expect(ssl).toBe('off');
+      url.searchParams.set('sslmode', 'require');
+      // every line JSON (node-postgres's warning about sslmode is a warn line of the log)
+      const { status, lines } = await startOn(url);
+      expect(status).toBe(1);
+      expect(lines.filter(({ level }) => level >= 50)).toEqual([
+        expect.objectContaining({
+          level: 60,
+          msg: `the service could not start: PostgreSQL at ${serverOf(url)} does not accept TLS, which DATABASE_URL asks for (sslmode): turn ssl on in the server's postgresql.conf, or take sslmode out of DATABASE_URL where the network between them is trusted`,
+        }),
+      ]);
+    });
+
     it('does not start when PostgreSQL refuses its user: one line, the password never shown', async () => {
       const url = serverUrl();
       url.username = 'plant_store_no_such_role';

@@ -331,6 +331,13 @@ const CONNECT_FAILURES: Record<
     `nothing answers at ${server}, where DATABASE_URL says PostgreSQL is: start it, or fix the host and port`,
   ENOTFOUND: ({ server }) =>
     `the host of DATABASE_URL (${server}) does not resolve: fix the host name`,
+  // node-postgres's words, without a code, when sslmode asks for TLS and the server has none
+  'The server does not support SSL connections': ({ server }) =>
+    `PostgreSQL at ${server} does not accept TLS, which DATABASE_URL asks for (sslmode): turn ssl on in the server's postgresql.conf, or take sslmode out of DATABASE_URL where the network between them is trusted`,
+  SELF_SIGNED_CERT_IN_CHAIN: ({ server }) =>
+    `PostgreSQL at ${server} presents a certificate that no authority this process trusts signed: give Node.js the server's CA (NODE_EXTRA_CA_CERTS=<its PEM file>), or use sslmode=no-verify where the network is trusted`,
+  DEPTH_ZERO_SELF_SIGNED_CERT: ({ server }) =>
+    `PostgreSQL at ${server} presents a self-signed certificate: give Node.js that certificate as a CA (NODE_EXTRA_CA_CERTS=<its PEM file>), or use sslmode=no-verify where the network is trusted`,
 };
 
 /**
@@ -341,8 +348,9 @@ export function explainConnectFailure(
   error: unknown,
   url: string,
 ): StartupError | undefined {
-  const code = driverCodeOf(error);
-  const explain = code === undefined ? undefined : CONNECT_FAILURES[code];
+  const key =
+    driverCodeOf(error) ?? (driverErrorOf(error) as Error | undefined)?.message;
+  const explain = key === undefined ? undefined : CONNECT_FAILURES[key];
   if (!explain) return undefined;
   const parsed = new URL(url);
   const port = parsed.port || '5432';
