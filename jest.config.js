@@ -36,6 +36,7 @@ const ENGINE_INDEPENDENT = [
   'process-cleanup',
   'rate-limit-shared',
   'tracing',
+  'troubleshooting',
   'readme',
   'typed-client-generated',
   'webhooks-process',
