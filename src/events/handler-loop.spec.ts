@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { seededRandom } from '../common/simulation/seeded-random';
 import { DatabaseUnreachableError } from '../database/database-errors';
 import { Metrics } from '../metrics/metrics';
 import type { HandledEvent } from './event-handler.decorator';
@@ -21,18 +22,6 @@ const START = Date.parse('2026-11-29T12:00:00Z');
 const SLACK_MS = 5;
 /** After the database comes back: the pause of a turn that found it away, then a poll. */
 const RECOVERY_MS = HANDLER_RETRY_BASE_MS + HANDLER_POLL_MS;
-
-/** mulberry32: the same schedule for the same seed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Attempt {
   instance: string;

@@ -1,16 +1,6 @@
 import type { Timers } from '../delivery-engine';
 
-/** A small seeded generator (mulberry32): the same seed, the same schedule. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../common/simulation/seeded-random';
 
 interface Task {
   at: number;
