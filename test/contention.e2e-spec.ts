@@ -55,6 +55,20 @@ function post(
   });
 }
 
+/** A subscription that wants every event, so that each transfer writes its event. */
+async function subscribeToEveryEvent(service: FixtureProcess): Promise<void> {
+  expect(
+    (
+      await post(
+        service,
+        '/webhooks/subscriptions',
+        { url: 'http://127.0.0.1:9/every-event' },
+        0,
+      )
+    ).status,
+  ).toBe(201);
+}
+
 /** Asks for readiness every 50 ms until `until` settles: every status it answered. */
 async function readinessDuring(
   service: FixtureProcess,
@@ -194,17 +208,7 @@ describe(`contended business rules over HTTP (${ENGINE})`, () => {
       WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       LOG_LEVEL: 'warn',
     });
-    // a subscription that wants every event, so that each transfer writes its event
-    expect(
-      (
-        await post(
-          service,
-          '/webhooks/subscriptions',
-          { url: 'http://127.0.0.1:9/every-event' },
-          0,
-        )
-      ).status,
-    ).toBe(201);
+    await subscribeToEveryEvent(service);
   });
 
   afterAll(async () => {
@@ -317,17 +321,7 @@ describe(`contended business rules across three instances (${ENGINE})`, () => {
         LOG_LEVEL: 'warn',
       },
     ));
-    // each transfer writes its event, as above
-    expect(
-      (
-        await post(
-          services[0],
-          '/webhooks/subscriptions',
-          { url: 'http://127.0.0.1:9/every-event' },
-          0,
-        )
-      ).status,
-    ).toBe(201);
+    await subscribeToEveryEvent(services[0]);
   });
 
   afterAll(async () => {

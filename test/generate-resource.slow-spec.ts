@@ -68,6 +68,8 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     }
     return result;
   };
+  const generateField = (...args: string[]) =>
+    passes(run('npm', 'run', '--silent', 'generate:field', '--', ...args));
   const filesUnder = (folder: string): string[] =>
     readdirSync(join(copy, folder), { recursive: true, withFileTypes: true })
       .filter((entry) => entry.isFile())
@@ -202,20 +204,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
 
   it('adds a field to garden beds in one command (npm run generate:field), which the checks below then cover', () => {
     const before = new Set(filesUnder('src/garden-beds'));
-    passes(
-      run(
-        'npm',
-        'run',
-        '--silent',
-        'generate:field',
-        '--',
-        'notes',
-        'garden-beds',
-        '--type',
-        'text',
-        '--nullable',
-      ),
-    );
+    generateField('notes', 'garden-beds', '--type', 'text', '--nullable');
     const added = filesUnder('src/garden-beds').filter(
       (file) => !before.has(file),
     );
@@ -255,20 +244,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
   // the rest of the care module of docs/adding-a-module.md, written by hand in the folder as
   // its "Settings" and "Reacting to events" show: nothing outside it is edited by hand
   it('takes a setting and a reaction to plant.deleted in the garden-beds folder alone, by the documented conventions', () => {
-    passes(
-      run(
-        'npm',
-        'run',
-        '--silent',
-        'generate:field',
-        '--',
-        'plantId',
-        'garden-beds',
-        '--type',
-        'int64',
-        '--nullable',
-      ),
-    );
+    generateField('plantId', 'garden-beds', '--type', 'int64', '--nullable');
     const folder = join(copy, 'src/garden-beds');
     writeFileSync(
       join(folder, 'garden-beds.settings.ts'),

@@ -572,21 +572,24 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
   const every = (ms: number) =>
     plannedHandler({ failuresOf: new Map(), durationOf: () => ms });
 
+  /** A handler whose first call throws `error`, and every later one succeeds. */
+  const failingOnce = (error: Error) => {
+    let calls = 0;
+    return {
+      handle: () => {
+        calls += 1;
+        return calls === 1 ? Promise.reject(error) : Promise.resolve();
+      },
+    };
+  };
+
   it('logs a failure as an error line naming the event, its attempt and its pause, counts it, and keeps 1000 characters of it', async () => {
     const db = new MemoryDatabase();
     const metrics = new Metrics(false);
     const errors = jest.mocked(Logger.prototype.error);
-    let thrown = 0;
     const loop = loopOn(
       db.storeOf('a', () => false),
-      {
-        handle() {
-          thrown += 1;
-          return thrown === 1
-            ? Promise.reject(new Error('x'.repeat(5000)))
-            : Promise.resolve();
-        },
-      },
+      failingOnce(new Error('x'.repeat(5000))),
       { metrics },
     );
     await loop.declare();
@@ -610,22 +613,14 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
   it('logs no error line for a conflict the handler met, nor for the database away, and runs again', async () => {
     const db = new MemoryDatabase();
     const errors = jest.mocked(Logger.prototype.error);
-    let thrown = 0;
+    // a serialization failure, as the driver reports it
     const loop = loopOn(
       db.storeOf('a', () => false),
-      {
-        handle() {
-          thrown += 1;
-          // a serialization failure, as the driver reports it
-          return thrown === 1
-            ? Promise.reject(
-                Object.assign(new Error('could not serialize access'), {
-                  code: '40001',
-                }),
-              )
-            : Promise.resolve();
-        },
-      },
+      failingOnce(
+        Object.assign(new Error('could not serialize access'), {
+          code: '40001',
+        }),
+      ),
     );
     await loop.declare();
     db.append(HANDLED);
