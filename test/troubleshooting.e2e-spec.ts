@@ -7,6 +7,7 @@ import {
   runServiceToExit,
   startServiceProcess,
 } from './helpers/service-process';
+import { eventually } from './helpers/webhook-receiver';
 
 const PAGE = readFileSync(
   join(__dirname, '..', 'docs', 'troubleshooting.md'),
@@ -105,11 +106,17 @@ describe('docs/troubleshooting.md: the lines it quotes', () => {
       LOG_LEVEL: 'warn',
     });
     try {
-      const warnings = service
-        .lines()
-        .filter(
-          ({ level, context }) => level === 40 && context === 'Configuration',
-        );
+      // the log is written every 250 ms (LOG_FLUSH_INTERVAL_MS): live may come first
+      const warnings = await eventually(
+        () =>
+          service
+            .lines()
+            .filter(
+              ({ level, context }) =>
+                level === 40 && context === 'Configuration',
+            ),
+        (found) => found.length > 0,
+      );
       expect(warnings).toHaveLength(1);
       expectQuoted(warnings[0].msg);
     } finally {
