@@ -68,6 +68,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     }
     return result;
   };
+  const inCopy = (path: string) => readFileSync(join(copy, path), 'utf8');
   const generateField = (...args: string[]) =>
     passes(run('npm', 'run', '--silent', 'generate:field', '--', ...args));
   const filesUnder = (folder: string): string[] =>
@@ -90,7 +91,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
   afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
   it('shows every file it would write or change with --dry-run, and writes none', () => {
-    const appModule = readFileSync(join(copy, 'src/app.module.ts'), 'utf8');
+    const appModule = inCopy('src/app.module.ts');
     const dryRun = passes(
       run('npx', 'nest', 'g', 'resource', 'garden-beds', '--dry-run'),
     );
@@ -121,9 +122,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       'regenerate src/metadata.ts, openapi/service.yaml, clients/typescript/',
     );
     expect(existsSync(join(copy, 'src/garden-beds'))).toBe(false);
-    expect(readFileSync(join(copy, 'src/app.module.ts'), 'utf8')).toBe(
-      appModule,
-    );
+    expect(inCopy('src/app.module.ts')).toBe(appModule);
   });
 
   it('writes the module, its migrations, its tests and its contract in one command', () => {
@@ -136,12 +135,10 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
     expect(generated.stderr).toBe('');
     expect(filesUnder('src/garden-beds')).toHaveLength(13);
-    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
-      '  /garden-beds/{id}:',
+    expect(inCopy('openapi/service.yaml')).toContain('  /garden-beds/{id}:');
+    expect(inCopy('clients/typescript/schema.d.ts')).toContain(
+      '"/garden-beds/{id}"',
     );
-    expect(
-      readFileSync(join(copy, 'clients/typescript/schema.d.ts'), 'utf8'),
-    ).toContain('"/garden-beds/{id}"');
   });
 
   it('writes a module with service-made UUIDs with --id uuid', () => {
@@ -156,14 +153,14 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         'uuid',
       ),
     );
-    expect(
-      readFileSync(join(copy, 'src/seed-trays/seed-tray.entity.ts'), 'utf8'),
-    ).toContain("@PrimaryColumn({ type: 'uuid' })");
+    expect(inCopy('src/seed-trays/seed-tray.entity.ts')).toContain(
+      "@PrimaryColumn({ type: 'uuid' })",
+    );
   });
 
   it('adds a second entity, with its routes, to the garden-beds module with nest g entity', () => {
     const module = 'src/garden-beds/garden-beds.module.ts';
-    const before = readFileSync(join(copy, module), 'utf8');
+    const before = inCopy(module);
     const generated = passes(
       run('npx', 'nest', 'g', 'entity', 'soil-tests', 'garden-beds'),
     );
@@ -179,27 +176,21 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     expect(existsSync(join(copy, 'src/garden-beds/soil-tests.module.ts'))).toBe(
       false,
     );
-    const after = readFileSync(join(copy, module), 'utf8');
+    const after = inCopy(module);
     expect(after).not.toBe(before);
     expect(after).toContain('TypeOrmModule.forFeature([GardenBed, SoilTest])');
-    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
-      '  /soil-tests/{id}:',
-    );
+    expect(inCopy('openapi/service.yaml')).toContain('  /soil-tests/{id}:');
   });
 
   it('adds an action, POST /plantings with its rule in one transaction, with nest g action', () => {
     passes(run('npx', 'nest', 'g', 'action', 'plantings', 'garden-beds'));
-    expect(
-      readFileSync(join(copy, 'src/garden-beds/plantings.service.ts'), 'utf8'),
-    ).toContain('  @Transactional()\n  async make(');
-    expect(
-      readFileSync(join(copy, 'src/garden-beds/garden-beds.module.ts'), 'utf8'),
-    ).toContain(
+    expect(inCopy('src/garden-beds/plantings.service.ts')).toContain(
+      '  @Transactional()\n  async make(',
+    );
+    expect(inCopy('src/garden-beds/garden-beds.module.ts')).toContain(
       'providers: [GardenBedsService, SoilTestsService, PlantingsService]',
     );
-    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toContain(
-      '  /plantings:',
-    );
+    expect(inCopy('openapi/service.yaml')).toContain('  /plantings:');
   });
 
   it('adds a field to garden beds in one command (npm run generate:field), which the checks below then cover', () => {
@@ -212,10 +203,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       'src/garden-beds/migrations/postgres/T-AddNotesToGardenBed.ts',
       'src/garden-beds/migrations/sqlite/T-AddNotesToGardenBed.ts',
     ]);
-    const entity = readFileSync(
-      join(copy, 'src/garden-beds/garden-bed.entity.ts'),
-      'utf8',
-    );
+    const entity = inCopy('src/garden-beds/garden-bed.entity.ts');
     expect(entity).toContain(
       "@Column({ type: 'text', nullable: true })\n  notes!: string | null;",
     );
@@ -226,19 +214,19 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         'utf8',
       ),
     ).toContain('ALTER TABLE "garden_beds" ADD COLUMN "notes" text');
-    expect(readFileSync(join(copy, 'openapi/service.yaml'), 'utf8')).toMatch(
+    expect(inCopy('openapi/service.yaml')).toMatch(
       /NewGardenBed:[\s\S]*?notes:/,
     );
   });
 
   it('adds a periodic job to garden beds with nest g job, which the built service below runs', () => {
     passes(run('npx', 'nest', 'g', 'job', 'overdue', 'garden-beds'));
-    expect(
-      readFileSync(join(copy, 'src/garden-beds/overdue.job.ts'), 'utf8'),
-    ).toContain("@Job('garden-beds.overdue')");
-    expect(
-      readFileSync(join(copy, 'src/garden-beds/garden-beds.module.ts'), 'utf8'),
-    ).toMatch(/providers: \[[^\]]*OverdueJob/);
+    expect(inCopy('src/garden-beds/overdue.job.ts')).toContain(
+      "@Job('garden-beds.overdue')",
+    );
+    expect(inCopy('src/garden-beds/garden-beds.module.ts')).toMatch(
+      /providers: \[[^\]]*OverdueJob/,
+    );
   });
 
   // the rest of the care module of docs/adding-a-module.md, written by hand in the folder as
@@ -325,10 +313,8 @@ export class ClearDeletedPlants implements HandlesEvents<CreatePlantDto> {
     );
     passes(run('npx', 'prettier', '--write', 'src/garden-beds'));
     passes(run('npm', 'run', '--silent', 'config:generate'));
-    expect(readFileSync(join(copy, '.env.example'), 'utf8')).toContain(
-      'GARDEN_BEDS_OVERDUE_INTERVAL=',
-    );
-    expect(readFileSync(join(copy, 'docs/configuration.md'), 'utf8')).toContain(
+    expect(inCopy('.env.example')).toContain('GARDEN_BEDS_OVERDUE_INTERVAL=');
+    expect(inCopy('docs/configuration.md')).toContain(
       '`GARDEN_BEDS_OVERDUE_INTERVAL`',
     );
   });

@@ -235,23 +235,18 @@ export class PortableDataSource extends DataSource {
   private queue?: ConnectionQueue;
   /**
    * This instance's transactions that conflicted, run again one at a time, the oldest first
-   * (by deadline: a transaction keeps the one of its first attempt); made on first use.
+   * (by deadline: a transaction keeps the one of its first attempt).
    */
-  private conflicted?: ConnectionQueue;
+  private readonly retryLine = new ConnectionQueue(1, {
+    ...this.contention,
+    limit: Number.MAX_SAFE_INTEGER,
+  });
 
   /** PostgreSQL only: readiness's own connection, apart from the pool and its line. */
   private pingPool?: PgPool;
 
   constructor(options: PortableDataSourceOptions) {
     super(options);
-  }
-
-  private get retryLine(): ConnectionQueue {
-    this.conflicted ??= new ConnectionQueue(1, {
-      ...this.contention,
-      limit: Number.MAX_SAFE_INTEGER,
-    });
-    return this.conflicted;
   }
 
   private get contention(): QueueBounds {
@@ -542,7 +537,7 @@ export class PortableDataSource extends DataSource {
   /**
    * Begins `owner`'s transaction. On PostgreSQL in one round trip where TypeORM takes two
    * (START TRANSACTION, then SET TRANSACTION ISOLATION LEVEL), with the level's bound on
-   * row-lock waits (lockWaitOf). SQLite's own level is serializable, and TypeORM refuses it
+   * row-lock waits (boundsLockWaits). SQLite's own level is serializable, and TypeORM refuses it
    * any other.
    */
   private async begin(

@@ -82,7 +82,7 @@ class MemoryDatabase {
     };
     const holds = () => this.row?.leasedBy === instance;
     return {
-      declare: (_name, _types, now) =>
+      declare: () =>
         call(() => {
           this.row ??= {
             cursor: BigInt(this.events.length),
@@ -91,7 +91,6 @@ class MemoryDatabase {
             leasedBy: null,
             leasedUntil: null,
           };
-          void now;
         }),
       head: () => call(() => BigInt(this.events.length)),
       row: () => call(() => (this.row === null ? null : { ...this.row })),

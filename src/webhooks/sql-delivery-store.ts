@@ -247,7 +247,9 @@ export class SqlDeliveryStore implements DeliveryStore {
     const byLane = new Map<string, ToClaim[]>();
     for (const one of wanted) {
       const lane = `${one.delivery.subscriptionId} ${one.epoch}`;
-      byLane.set(lane, [...(byLane.get(lane) ?? []), one]);
+      const ofLane = byLane.get(lane);
+      if (ofLane) ofLane.push(one);
+      else byLane.set(lane, [one]);
     }
     const asRead = [...byLane.values()]
       .map((ofLane) => {
