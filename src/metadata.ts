@@ -4,6 +4,9 @@ export default async () => {
     ['./health/dto/health-status.dto']: await import(
       './health/dto/health-status.dto'
     ),
+    ['./common/json/lossless-json']: await import(
+      './common/json/lossless-json'
+    ),
     ['./plants/plant.entity']: await import('./plants/plant.entity'),
     ['./webhooks/dto/webhook-subscription.dto']: await import(
       './webhooks/dto/webhook-subscription.dto'
@@ -646,7 +649,7 @@ export default async () => {
           import('./plants/plants.controller'),
           {
             PlantsController: {
-              findAll: { type: [t['./plants/plant.entity'].Plant] },
+              findAll: { type: t['./common/json/lossless-json'].JsonText },
               create: { type: t['./plants/plant.entity'].Plant },
               findOne: { type: t['./plants/plant.entity'].Plant },
               remove: {},

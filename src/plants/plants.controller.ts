@@ -27,6 +27,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { INT64_RANGE_MESSAGE } from '../common/json/int64';
+import type { JsonText } from '../common/json/lossless-json';
 import { publicBaseUrlOf } from '../http/public-base-url';
 import { Int64Param } from '../common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../config/app.config';
@@ -102,11 +103,12 @@ export class PlantsController {
     @Query() query: ListPlantsQueryDto,
     @Req() request: Request,
     @Res({ passthrough: true }) response: Response,
-  ): Promise<Plant[]> {
-    const { items: plants, hasMore } = await this.plantsService.list(
-      query,
-      this.config.pageMaxBytes,
-    );
+  ): Promise<JsonText> {
+    const {
+      items: plants,
+      hasMore,
+      json,
+    } = await this.plantsService.list(query, this.config.pageMaxBytes);
     if (hasMore) {
       const next = new URLSearchParams({ limit: String(query.limit) });
       if (query.tag !== undefined) next.set('tag', query.tag);
@@ -116,7 +118,7 @@ export class PlantsController {
         `<${publicBaseUrlOf(request, this.config)}/plants?${next.toString()}>; rel="next"`,
       );
     }
-    return plants;
+    return json;
   }
 
   @Post()

@@ -1,4 +1,8 @@
-import { parseLosslessJson, stringifyLosslessJson } from './lossless-json';
+import {
+  JsonText,
+  parseLosslessJson,
+  stringifyLosslessJson,
+} from './lossless-json';
 
 describe('parseLosslessJson', () => {
   it('reads integers as exact bigints, even above 2^53', () => {
@@ -33,6 +37,13 @@ describe('parseLosslessJson', () => {
 });
 
 describe('stringifyLosslessJson', () => {
+  it('writes JSON already written as it is', () => {
+    expect(stringifyLosslessJson(new JsonText('[{"id":1}]'))).toBe(
+      '[{"id":1}]',
+    );
+    expect(stringifyLosslessJson({ text: '[]' })).toBe('{"text":"[]"}');
+  });
+
   it('writes bigints as exact JSON numbers', () => {
     expect(
       stringifyLosslessJson({ id: -9223372036854775808n, name: 'x' }),

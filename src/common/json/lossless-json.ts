@@ -21,11 +21,20 @@ const omitNullMembers = (_key: string, value: unknown) =>
   value === null ? undefined : value;
 
 /**
+ * JSON written already, by a writer that writes as stringifyLosslessJson does (a page of a
+ * list, whose rows were written as they were measured): an answer sends its text as it is.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+/**
  * JSON.stringify that writes bigints as exact JSON numbers and leaves out object members whose
  * value is null: the one place where absent fields are dropped from every answer and every
- * webhook body. (In an array, null stays null, as in JSON.stringify.)
+ * webhook body. (In an array, null stays null, as in JSON.stringify.) A JsonText is its text.
  */
 export function stringifyLosslessJson(value: unknown): string {
+  if (value instanceof JsonText) return value.text;
   return stringify(value, omitNullMembers) ?? '';
 }
 
