@@ -68,7 +68,7 @@ describe('PlantsRepository', () => {
 
   it('pages in id order with each combination of tag and cursor', async () => {
     const ids = async (query: Parameters<typeof repository.page>[0]) =>
-      (await repository.page(query)).map(({ id }) => id);
+      (await repository.page(query)).map(({ id }) => BigInt(id));
     expect(await ids({ limit: 3 })).toEqual([1n, 2n, 3n]);
     expect(await ids({ limit: 10, after: 1n })).toEqual([2n, 3n, INT64_MAX]);
     expect(await ids({ limit: 2, tag: 'fern' })).toEqual([1n, 3n]);
@@ -91,7 +91,7 @@ describe('PlantsRepository', () => {
       );
     }
     const ids = async (query: Parameters<typeof repository.page>[0]) =>
-      (await repository.page(query)).map(({ id }) => id);
+      (await repository.page(query)).map(({ id }) => BigInt(id));
     expect(await ids({ limit: 10, tag: `${start}wanted` })).toEqual([
       12n,
       15n,

@@ -10,6 +10,16 @@ export interface PlantPageQuery {
   after?: bigint;
 }
 
+/**
+ * A plant's row as the driver reads it, for a page written straight to JSON: its id a bigint on
+ * SQLite and its decimal digits on PostgreSQL, which JSON writes alike.
+ */
+export interface PlantRow {
+  id: bigint | string;
+  name: string;
+  tag: string | null;
+}
+
 /** The tag's characters that the prefix index holds (IDX_plants_tag_prefix_id). */
 export const TAG_PREFIX_LENGTH = 256;
 
@@ -114,20 +124,29 @@ export class PlantsRepository {
   }
 
   /** Up to `limit` plants after `after` in id order, optionally with exactly `tag`. */
-  page({ limit, tag, after }: PlantPageQuery): Promise<Plant[]> {
+  page({ limit, tag, after }: PlantPageQuery): Promise<PlantRow[]> {
     if (tag === undefined) {
       return after === undefined
-        ? this.sql.select(this.pages.all, [limit])
-        : this.sql.select(this.pages.after, [after, limit]);
+        ? this.sql.selectRows<PlantRow>(this.pages.all, [limit])
+        : this.sql.selectRows<PlantRow>(this.pages.after, [after, limit]);
     }
     if (isLongTag(tag)) {
       return after === undefined
-        ? this.sql.select(this.pages.longTagged, [tag, limit])
-        : this.sql.select(this.pages.longTaggedAfter, [tag, after, limit]);
+        ? this.sql.selectRows<PlantRow>(this.pages.longTagged, [tag, limit])
+        : this.sql.selectRows<PlantRow>(this.pages.longTaggedAfter, [
+            tag,
+            after,
+            limit,
+          ]);
     }
     return after === undefined
-      ? this.sql.select(this.pages.tagged, [tag, tag, limit])
-      : this.sql.select(this.pages.taggedAfter, [tag, tag, after, limit]);
+      ? this.sql.selectRows<PlantRow>(this.pages.tagged, [tag, tag, limit])
+      : this.sql.selectRows<PlantRow>(this.pages.taggedAfter, [
+          tag,
+          tag,
+          after,
+          limit,
+        ]);
   }
 
   /** @returns whether a plant was deleted */
