@@ -4,12 +4,21 @@
 // heavy-pages.js).
 'use strict';
 const { spawn, execFileSync } = require('node:child_process');
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 
 const ROOT = join(__dirname, '..');
+
+/**
+ * The service's production Node flags, as `npm run start:prod` gives them (the Dockerfile's
+ * CMD is held to the same by test/deployment.e2e-spec.ts): a capped old generation and a small
+ * young one, without which V8 grows the heap towards a quarter of the machine's memory.
+ */
+const PRODUCTION_NODE_FLAGS = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  .scripts['start:prod'].split(' ')
+  .filter((word) => word.startsWith('--'));
 
 /** `--name value` from the command line, or undefined. */
 function textOption(name) {
@@ -67,7 +76,7 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
   const port = await freePort();
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service only
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const service = spawn(node, ['--max-old-space-size=192', ...nodeArgs, join(root, 'dist', 'main.js')], {
+  const service = spawn(node, [...PRODUCTION_NODE_FLAGS, ...nodeArgs, join(root, 'dist', 'main.js')], {
     cwd: folder,
     env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -122,4 +131,4 @@ function postgresDatabase(adminUrl, name) {
   };
 }
 
-module.exports = { ROOT, cliToken, freePort, option, postgresDatabase, startBuiltService, textOption };
+module.exports = { ROOT, PRODUCTION_NODE_FLAGS, cliToken, freePort, option, postgresDatabase, startBuiltService, textOption };

@@ -12,6 +12,7 @@ const { spawnSync } = require('node:child_process');
 const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
+const { PRODUCTION_NODE_FLAGS } = require('./built-service');
 
 const ROOT = join(__dirname, '..');
 const SEEDED = 1000;
@@ -117,7 +118,7 @@ function countInstructions(scenario, count, serviceEnv) {
         '--tool=callgrind',
         `--callgrind-out-file=${out}`,
         process.execPath,
-        '--max-old-space-size=192',
+        ...PRODUCTION_NODE_FLAGS,
         // compile and collect on the main thread: with background threads, when optimised
         // code arrives depends on how busy the machine is, and so does the count
         '--single-threaded',

@@ -21,6 +21,7 @@ const { tmpdir } = require('node:os');
 const { dirname, join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
+const { PRODUCTION_NODE_FLAGS } = require('./built-service');
 const {
   measureWebhookThroughput,
   printWebhookThroughput,
@@ -130,12 +131,8 @@ const SERVERS = [
   { name: 'nest', script: join(__dirname, 'nest-server.js') },
 ];
 
-/**
- * The service's production flags (npm run start:prod, the Dockerfile): V8 otherwise lets the
- * heap grow towards a quarter of the machine's memory before collecting in earnest. The floor
- * and the peer run with the same flags.
- */
-const NODE_FLAGS = ['--max-old-space-size=192'];
+/** The service's production flags (built-service.js); the other servers run with the same. */
+const NODE_FLAGS = PRODUCTION_NODE_FLAGS;
 
 /** Plants every database starts with, for the reads to find. */
 const SEEDED = 10_000;

@@ -140,6 +140,20 @@ describe('Dockerfile', () => {
     expect(users[users.length - 1]).not.toMatch(/^USER (root|0)$/);
   });
 
+  it('starts the service with the Node flags of npm run start:prod', () => {
+    const pkg = JSON.parse(
+      readFileSync(join(ROOT, 'package.json'), 'utf8'),
+    ) as {
+      scripts: Record<string, string>;
+    };
+    const startProd = pkg.scripts['start:prod'].split(' ');
+    const cmd = JSON.parse(
+      /^CMD (\[.*\])$/m.exec(text)?.[1] ?? '[]',
+    ) as string[];
+    expect(cmd).toEqual(startProd);
+    expect(startProd).toContain('--max-semi-space-size=8');
+  });
+
   it('checks health on /health/ready', () => {
     expect(text).toMatch(/^HEALTHCHECK [\s\S]*\/health\/ready/m);
   });
