@@ -4,7 +4,7 @@ import eslintConfigPrettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-// One persistence story (docs/adding-a-module.md, "Persistence"): TypeORM's public API, the
+// One persistence story (docs/conventions.md, "Persistence"): TypeORM's public API, the
 // same code for both engines
 const PERSISTENCE_PATTERNS = [
   {
@@ -16,7 +16,7 @@ const PERSISTENCE_PATTERNS = [
     group: ['pg', 'better-sqlite3'],
     allowTypeImports: true,
     message:
-      'both engines run the same code: reach the database through TypeORM (docs/adding-a-module.md, "Persistence")',
+      'both engines run the same code: reach the database through TypeORM (docs/conventions.md, "Persistence")',
   },
 ];
 
@@ -75,7 +75,7 @@ export default tseslint.config(
           (property) => ({
             property,
             message:
-              'opens or ends a transaction by hand; mark the method @Transactional() (or call DataSource.transaction): docs/adding-a-module.md, "Business rules"',
+              'opens or ends a transaction by hand; mark the method @Transactional() (or call DataSource.transaction): docs/conventions.md, "Business rules"',
           }),
         ),
       ],

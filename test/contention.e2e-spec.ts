@@ -191,7 +191,7 @@ async function transfersBothWays({
   ).toEqual([]);
 }
 
-// Contention is work, not an outage (docs/adding-a-module.md, "Business rules"): rules under
+// Contention is work, not an outage (docs/conventions.md, "Business rules"): rules under
 // many concurrent requests, against a real process at its default settings, on each engine.
 describe(`contended business rules over HTTP (${ENGINE})`, () => {
   let service: FixtureProcess;

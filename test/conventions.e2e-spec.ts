@@ -63,7 +63,7 @@ const PROBES: Record<string, [string, string, string?]> = {
 };
 
 /**
- * The project's lint rules that stand for a convention of docs/adding-a-module.md, each
+ * The project's lint rules that stand for a convention of docs/conventions.md, each
  * checked against code that breaks it, linted with the project's own configuration.
  */
 describe('conventions enforced by lint (eslint.config.mjs)', () => {
@@ -196,7 +196,7 @@ function joinedText(file: string): string {
 describe('documents the code cites', () => {
   const files = readableFiles();
 
-  it.each(['decisions.md', 'adding-a-module.md'])(
+  it.each(['decisions.md', 'conventions.md'])(
     'cites only sections that docs/%s has',
     (document) => {
       const headings = new Set(

@@ -10,7 +10,7 @@ import {
 } from '../src/config/environment';
 import { ROOT, runNodeScript } from './helpers/service-process';
 
-// Settings, the service's and the modules' (docs/adding-a-module.md, "Settings"): what is
+// Settings, the service's and the modules' (docs/conventions.md, "Settings"): what is
 // generated from their declarations is current, and CI's proof that no test reads the
 // developer's environment covers every one of them.
 describe('settings', () => {

@@ -28,7 +28,7 @@ function signal() {
   return { promise, resolve };
 }
 
-// Business rules in TypeScript, with real transactions on both engines (docs/adding-a-module.md,
+// Business rules in TypeScript, with real transactions on both engines (docs/conventions.md,
 // "Business rules"), through the fixture module test/fixtures/orders: stock, orders, an event.
 describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   let testApp: TestApp;

@@ -7,7 +7,7 @@ import { startTestApp } from './helpers/test-app';
 
 // @nestjs-cls/transactional keeps one TransactionHost per process: with two apps open, the
 // first app's @Transactional() methods open their transactions on the second app's database.
-// Its statements then refuse to run outside them, saying so (docs/adding-a-module.md, "Tests").
+// Its statements then refuse to run outside them, saying so (docs/conventions.md, "Tests").
 describe(`two Nest apps in one process (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   it("refuses the first app's transactional rule once a second app is open, naming the fix", async () => {
     const first = await startTestApp({ imports: [OrdersFixtureModule] });

@@ -10,7 +10,7 @@ const KEBAB_CASE = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 
 /**
  * `nest g job <name> <module folder>`: a periodic job in an existing module
- * (docs/adding-a-module.md, "Periodic jobs"), `<name>.job.ts` with its schedule and a run that
+ * (docs/conventions.md, "Periodic jobs"), `<name>.job.ts` with its schedule and a run that
  * works in bounded batches, added to the module's providers. Its name is
  * `<module folder>.<name>`, as logs and metrics show it.
  *
@@ -86,7 +86,7 @@ const BATCH = 500;
 const BATCHES_PER_RUN = 10;
 
 /**
- * Once per tick across every instance (docs/adding-a-module.md, "Periodic jobs"). A run may be
+ * Once per tick across every instance (docs/conventions.md, "Periodic jobs"). A run may be
  * repeated after a crash: each batch must be safe to do twice (a conditional write).
  */
 @Job('${jobName}')

@@ -89,7 +89,7 @@ describe('RouteAccessCheck', () => {
     expect(failure).toBeInstanceOf(UndeclaredAccessError);
     const { message } = failure as Error;
     expect(message).toBe(
-      'ForgottenController.create declares no access: mark each route @Public() or @RequireScopes(...) (docs/adding-a-module.md, "Access")',
+      'ForgottenController.create declares no access: mark each route @Public() or @RequireScopes(...) (docs/conventions.md, "Access")',
     );
     expect(message).not.toContain('\n');
   });
@@ -107,7 +107,7 @@ describe('RouteAccessCheck', () => {
     ).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(UndeclaredScopeError);
     expect((failure as Error).message).toBe(
-      'MisspeltScopeController.create requires plants:wirte, which no module declares (declared: plants:read, webhooks:manage): declare it with ScopesModule.forFeature in its module (docs/adding-a-module.md, "Access")',
+      'MisspeltScopeController.create requires plants:wirte, which no module declares (declared: plants:read, webhooks:manage): declare it with ScopesModule.forFeature in its module (docs/conventions.md, "Access")',
     );
   });
 });

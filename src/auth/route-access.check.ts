@@ -13,7 +13,7 @@ export class UndeclaredAccessError extends StartupError {
   constructor(routes: string[]) {
     super(
       `${routes.join(', ')} ${routes.length === 1 ? 'declares' : 'declare'} no access: ` +
-        'mark each route @Public() or @RequireScopes(...) (docs/adding-a-module.md, "Access")',
+        'mark each route @Public() or @RequireScopes(...) (docs/conventions.md, "Access")',
     );
   }
 }
@@ -25,7 +25,7 @@ export class UndeclaredScopeError extends StartupError {
   constructor(problems: string[], declared: readonly string[]) {
     super(
       `${problems.join(', ')}, which no module declares (declared: ${declared.join(', ')}): ` +
-        'declare it with ScopesModule.forFeature in its module (docs/adding-a-module.md, "Access")',
+        'declare it with ScopesModule.forFeature in its module (docs/conventions.md, "Access")',
     );
   }
 }

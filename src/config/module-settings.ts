@@ -63,7 +63,7 @@ export type SettingsOf<Shape extends Record<string, z.ZodType>> = {
 };
 
 /**
- * A module's settings, declared in its folder (docs/adding-a-module.md, "Settings"): checked
+ * A module's settings, declared in its folder (docs/conventions.md, "Settings"): checked
  * at boot with every other setting (every mistake at once, a warning for a near miss), listed
  * in `.env.example` and docs/configuration.md by `npm run config:generate`. The module imports
  * `ConfigModule.forFeature(careSettings)`; a provider injects

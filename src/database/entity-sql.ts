@@ -20,7 +20,7 @@ import {
  * `parameter(n)` spells the n-th placeholder (`$n`, `?n`), bound by its number on both
  * engines, and rows are read into entities through the entity's column metadata (names,
  * transformers, dates), as the Repository API reads them. Each call is one statement, atomic
- * on its own; inside a transaction it takes part in it (docs/adding-a-module.md, "Business
+ * on its own; inside a transaction it takes part in it (docs/conventions.md, "Business
  * rules").
  */
 export class EntitySql<Entity extends ObjectLiteral> {

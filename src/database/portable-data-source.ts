@@ -387,7 +387,7 @@ export class PortableDataSource extends DataSource {
   /**
    * Transactions that are safe on both engines, with TypeORM's own signature: what
    * `@Transactional()` (@nestjs-cls/transactional's TypeORM adapter), `Repository.save` and a
-   * module's own code all end up in (docs/adding-a-module.md, "Business rules").
+   * module's own code all end up in (docs/conventions.md, "Business rules").
    *
    * - All or nothing, isolated from every other request. On SQLite the transaction holds the
    *   one connection alone while it runs (ConnectionGate): other requests' statements wait
@@ -450,7 +450,7 @@ export class PortableDataSource extends DataSource {
     const adopting = active.adopting!;
     if (adopting.statementRan) {
       throw new Error(
-        `a ${level} transaction joined a transaction opened at ${active.isolation} after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: '${level}' })), or run no statement before calling the method that opens the ${level} transaction (docs/adding-a-module.md, "Business rules")`,
+        `a ${level} transaction joined a transaction opened at ${active.isolation} after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: '${level}' })), or run no statement before calling the method that opens the ${level} transaction (docs/conventions.md, "Business rules")`,
       );
     }
     await adopting.setLevel(level);

@@ -26,7 +26,7 @@ export function LockingTransaction(): MethodDecorator {
  * The rows of `repository` that `where` finds, locked until the caller's transaction ends:
  * the tool for a rule that reads rows, checks them and writes them back, on rows many
  * requests change at once (stock, a balance, a counter). Call it first, for every row the
- * rule will change, from a method marked `@LockingTransaction()` (docs/adding-a-module.md,
+ * rule will change, from a method marked `@LockingTransaction()` (docs/conventions.md,
  * "Business rules").
  *
  * - On PostgreSQL it is `SELECT ... ORDER BY <primary key> FOR UPDATE`: a transaction that
@@ -50,13 +50,13 @@ export async function findForUpdate<Entity extends ObjectLiteral>(
   const rule = `findForUpdate(${metadata.name})`;
   if (!transactionRunnerOf(dataSource)) {
     throw new Error(
-      `${rule} was called outside a transaction: call it from a method marked @LockingTransaction(), whose end releases the rows (docs/adding-a-module.md, "Business rules")`,
+      `${rule} was called outside a transaction: call it from a method marked @LockingTransaction(), whose end releases the rows (docs/conventions.md, "Business rules")`,
     );
   }
   const isolation = transactionIsolationOf(dataSource);
   if (isolation !== 'READ COMMITTED' && isolation !== 'READ UNCOMMITTED') {
     throw new Error(
-      `${rule} runs in a ${isolation} transaction: mark the method @LockingTransaction() (READ COMMITTED), and open no transaction of another level around it (a transaction that joins one runs at the level of the outermost); at ${isolation} PostgreSQL fails a transaction whose locked row another one changed, and it would be retried instead of waiting its turn (docs/adding-a-module.md, "Business rules")`,
+      `${rule} runs in a ${isolation} transaction: mark the method @LockingTransaction() (READ COMMITTED), and open no transaction of another level around it (a transaction that joins one runs at the level of the outermost); at ${isolation} PostgreSQL fails a transaction whose locked row another one changed, and it would be retried instead of waiting its turn (docs/conventions.md, "Business rules")`,
     );
   }
   const order = Object.fromEntries(

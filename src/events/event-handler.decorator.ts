@@ -32,7 +32,7 @@ export const EventHandlerMark =
   DiscoveryService.createDecorator<EventHandlerDeclaration>();
 
 /**
- * Marks a provider as a handler of `events`, by any module (docs/adding-a-module.md,
+ * Marks a provider as a handler of `events`, by any module (docs/conventions.md,
  * "Reacting to events"). The name is its row in the database, its cursor, and its label in
  * logs and metrics: `<module>.<what>`, lowercase words joined by dots or dashes.
  */

@@ -6,7 +6,7 @@ import { EventHandlers } from './event-handlers';
 import { EventsModule } from './events.module';
 
 /**
- * Runs the `@EventHandler()` providers of every module (docs/adding-a-module.md, "Reacting to
+ * Runs the `@EventHandler()` providers of every module (docs/conventions.md, "Reacting to
  * events"). A module declares a handler as one of its providers; nothing else is registered.
  */
 @Module({

@@ -71,7 +71,7 @@ export class EventHandlers
       )!;
       const refuse = (problem: string) =>
         new StartupError(
-          `@EventHandler('${name}') on ${String(wrapper.name)}: ${problem} (docs/adding-a-module.md, "Reacting to events")`,
+          `@EventHandler('${name}') on ${String(wrapper.name)}: ${problem} (docs/conventions.md, "Reacting to events")`,
         );
       if (!isDeclaredName(name)) {
         throw refuse(

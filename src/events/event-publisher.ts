@@ -47,12 +47,12 @@ export class EventPublisher {
   ): Promise<void> {
     if (!this.catalogue.has(definition.type)) {
       throw new Error(
-        `${definition.type} was published without being declared: import EventsModule.forFeature([...]) with it in its module, so that subscribers can ask for it (docs/adding-a-module.md, "Events")`,
+        `${definition.type} was published without being declared: import EventsModule.forFeature([...]) with it in its module, so that subscribers can ask for it (docs/conventions.md, "Events")`,
       );
     }
     if (!transactionRunnerOf(this.dataSource)) {
       throw new Error(
-        `${definition.type} was published outside a transaction: publish from a method marked @Transactional(), so that the event is committed with its change (docs/adding-a-module.md, "Events")`,
+        `${definition.type} was published outside a transaction: publish from a method marked @Transactional(), so that the event is committed with its change (docs/conventions.md, "Events")`,
       );
     }
     await this.outbox.execute(this.insert, [

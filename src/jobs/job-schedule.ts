@@ -25,7 +25,7 @@ export interface Ticks {
 export function ticksOf(name: string, schedule: JobSchedule): Ticks {
   const refuse = (problem: string) =>
     new StartupError(
-      `@Job('${name}'): ${problem} (docs/adding-a-module.md, "Periodic jobs")`,
+      `@Job('${name}'): ${problem} (docs/conventions.md, "Periodic jobs")`,
     );
   if (!isDeclaredName(name)) {
     throw refuse(

@@ -58,7 +58,7 @@ export class JobScheduler
       }
       if (typeof job?.run !== 'function' || job.schedule === undefined) {
         throw new StartupError(
-          `@Job('${name}') on ${wrapper.name}: a job has a \`schedule\` and a \`run(run: JobRun)\` method (docs/adding-a-module.md, "Periodic jobs")`,
+          `@Job('${name}') on ${wrapper.name}: a job has a \`schedule\` and a \`run(run: JobRun)\` method (docs/conventions.md, "Periodic jobs")`,
         );
       }
       declared.set(

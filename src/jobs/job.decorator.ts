@@ -42,7 +42,7 @@ export interface PeriodicJob {
 
 /**
  * Marks a provider as a periodic job that runs once per tick across every instance of the
- * service (docs/adding-a-module.md, "Periodic jobs"; docs/decisions.md, "Periodic jobs").
+ * service (docs/conventions.md, "Periodic jobs"; docs/decisions.md, "Periodic jobs").
  * The name is the job's row in the database and its label in logs and metrics: lowercase
  * words joined by dots or dashes, at most 64 characters.
  */

@@ -6,7 +6,7 @@ import { ScheduledJob } from './scheduled-job.entity';
 
 /**
  * Runs the `@Job()` providers of every module once per tick across all instances
- * (docs/adding-a-module.md, "Periodic jobs"). A module declares a job as one of its providers;
+ * (docs/conventions.md, "Periodic jobs"). A module declares a job as one of its providers;
  * nothing else is registered anywhere.
  */
 @Module({

@@ -64,7 +64,7 @@ const BAD_ID = {
 /**
  * Webhook subscriptions over HTTP, for operators who run the service where no shell reaches
  * it; the CLI (`webhooks add|list|remove|deliveries`) does the same through the same service.
- * The model for a new module: docs/adding-a-module.md.
+ * The model for a new module: docs/adding-a-module.md and docs/conventions.md.
  */
 @ApiTags('webhooks')
 @ApiExtraModels(WebhookDeliveryDto)

@@ -52,7 +52,7 @@ export type DeliveryRecord = WebhookDelivery & { eventType: string };
 /**
  * Webhook subscriptions and the record of their deliveries, for the HTTP API
  * (WebhookSubscriptionsController) and the operator's CLI alike, through TypeORM's Repository
- * (docs/adding-a-module.md, "Persistence"). Each change is one unit of work: made whole or
+ * (docs/conventions.md, "Persistence"). Each change is one unit of work: made whole or
  * not at all, so that a 503 on the way never leaves half of one behind.
  */
 @Injectable()

@@ -9,7 +9,7 @@ export const REQUIRED_SCOPES_KEY = 'requiredScopes';
 
 /**
  * The route needs a live bearer token holding every one of these scopes: at least one, since
- * "any valid token" is not an access rule (docs/adding-a-module.md, "Access"). Bundles the
+ * "any valid token" is not an access rule (docs/conventions.md, "Access"). Bundles the
  * guard's metadata with the 401 and 403 answers it documents; the bearerAuth requirement
  * itself is the OpenAPI document's global one, as the guard is global.
  */
