@@ -1,5 +1,8 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
-import { PageFiller, type Page } from '../common/pagination/byte-bounded-page';
+import {
+  PageFiller,
+  type JsonPage,
+} from '../common/pagination/byte-bounded-page';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
 import {
@@ -41,7 +44,10 @@ export class PlantsService {
    * (docs/decisions.md, "Listing plants"). Rows are read in batches that double from
    * FIRST_BATCH, so a page of large plants never reads more than about twice what it returns.
    */
-  async list(query: PlantPageQuery, maxBytes: number): Promise<Page<PlantRow>> {
+  async list(
+    query: PlantPageQuery,
+    maxBytes: number,
+  ): Promise<JsonPage<PlantRow>> {
     const page = new PageFiller(query.limit, maxBytes, plantJson);
     let after = query.after;
     let batch = Math.min(query.limit + 1, FIRST_BATCH);

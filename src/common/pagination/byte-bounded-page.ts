@@ -4,7 +4,10 @@ export interface Page<T> {
   items: T[];
   /** Set when more items follow the last one of this page. */
   hasMore: boolean;
-  /** The items as the answer's JSON array, written once while the page was measured. */
+}
+
+/** A page and its items as the answer's JSON array, written once while it was measured. */
+export interface JsonPage<T> extends Page<T> {
   json: JsonText;
 }
 
@@ -40,7 +43,7 @@ export class PageFiller<T> {
   }
 
   /** The page so far, with `hasMore` as the caller found it. */
-  page(hasMore: boolean): Page<T> {
+  page(hasMore: boolean): JsonPage<T> {
     return {
       items: this.items,
       hasMore,
