@@ -8,6 +8,15 @@ import { ROOT } from './helpers/service-process';
 
 // No Docker engine runs where these tests run: the files are checked for what they promise.
 
+const packageJson = JSON.parse(
+  readFileSync(join(ROOT, 'package.json'), 'utf8'),
+) as {
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  scripts: Record<string, string>;
+  engines: { node: string };
+};
+
 interface ComposeService {
   image?: string;
   build?: unknown;
@@ -117,12 +126,9 @@ describe('Dockerfile', () => {
   });
 
   it('copies each local package of package.json before npm ci, which links it', () => {
-    const pkg = JSON.parse(
-      readFileSync(join(ROOT, 'package.json'), 'utf8'),
-    ) as Record<string, Record<string, string> | undefined>;
     const local = Object.values({
-      ...pkg.dependencies,
-      ...pkg.devDependencies,
+      ...packageJson.dependencies,
+      ...packageJson.devDependencies,
     })
       .filter((version) => version.startsWith('file:'))
       .map((version) => version.slice('file:'.length));
@@ -141,12 +147,7 @@ describe('Dockerfile', () => {
   });
 
   it('starts the service with the Node flags of npm run start:prod', () => {
-    const pkg = JSON.parse(
-      readFileSync(join(ROOT, 'package.json'), 'utf8'),
-    ) as {
-      scripts: Record<string, string>;
-    };
-    const startProd = pkg.scripts['start:prod'].split(' ');
+    const startProd = packageJson.scripts['start:prod'].split(' ');
     const cmd = JSON.parse(
       /^CMD (\[.*\])$/m.exec(text)?.[1] ?? '[]',
     ) as string[];
@@ -169,9 +170,6 @@ describe('Dockerfile', () => {
 /** The Node lines as each place names them: one story, which these tests hold together. */
 const nodeLines = (() => {
   const ci = readFileSync(join(ROOT, '.ci', 'run'), 'utf8');
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-    engines: { node: string };
-  };
   const lock = JSON.parse(
     readFileSync(join(ROOT, 'package-lock.json'), 'utf8'),
   ) as {
@@ -181,7 +179,7 @@ const nodeLines = (() => {
     nvmrc: readFileSync(join(ROOT, '.nvmrc'), 'utf8').trim(),
     ciPrimary: /^PRIMARY_NODE=(\d+)$/m.exec(ci)?.[1],
     ciOthers: /^OTHER_NODES="([\d ]+)"$/m.exec(ci)?.[1].split(' ') ?? [],
-    engines: pkg.engines.node,
+    engines: packageJson.engines.node,
     lock,
   };
 })();

@@ -14,11 +14,7 @@ export interface PlantPageQuery {
  * A plant's row as the driver reads it, for a page written straight to JSON: its id a bigint on
  * SQLite and its decimal digits on PostgreSQL, which JSON writes alike.
  */
-export interface PlantRow {
-  id: bigint | string;
-  name: string;
-  tag: string | null;
-}
+export type PlantRow = Omit<Plant, 'id'> & { id: bigint | string };
 
 /** The tag's characters that the prefix index holds (IDX_plants_tag_prefix_id). */
 export const TAG_PREFIX_LENGTH = 256;
@@ -124,29 +120,30 @@ export class PlantsRepository {
   }
 
   /** Up to `limit` plants after `after` in id order, optionally with exactly `tag`. */
-  page({ limit, tag, after }: PlantPageQuery): Promise<PlantRow[]> {
+  page(query: PlantPageQuery): Promise<PlantRow[]> {
+    const [statement, parameters] = this.pageStatementOf(query);
+    return this.sql.selectRows<PlantRow>(statement, parameters);
+  }
+
+  /** The page statement that keeps its index plan for this query, and its parameters. */
+  private pageStatementOf({
+    limit,
+    tag,
+    after,
+  }: PlantPageQuery): [string, unknown[]] {
     if (tag === undefined) {
       return after === undefined
-        ? this.sql.selectRows<PlantRow>(this.pages.all, [limit])
-        : this.sql.selectRows<PlantRow>(this.pages.after, [after, limit]);
+        ? [this.pages.all, [limit]]
+        : [this.pages.after, [after, limit]];
     }
     if (isLongTag(tag)) {
       return after === undefined
-        ? this.sql.selectRows<PlantRow>(this.pages.longTagged, [tag, limit])
-        : this.sql.selectRows<PlantRow>(this.pages.longTaggedAfter, [
-            tag,
-            after,
-            limit,
-          ]);
+        ? [this.pages.longTagged, [tag, limit]]
+        : [this.pages.longTaggedAfter, [tag, after, limit]];
     }
     return after === undefined
-      ? this.sql.selectRows<PlantRow>(this.pages.tagged, [tag, tag, limit])
-      : this.sql.selectRows<PlantRow>(this.pages.taggedAfter, [
-          tag,
-          tag,
-          after,
-          limit,
-        ]);
+      ? [this.pages.tagged, [tag, tag, limit]]
+      : [this.pages.taggedAfter, [tag, tag, after, limit]];
   }
 
   /** @returns whether a plant was deleted */

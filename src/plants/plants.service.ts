@@ -58,9 +58,9 @@ export class PlantsService {
         limit: batch,
       });
       for (const row of rows) {
-        if (!page.offer(row)) return page.page(true);
+        if (!page.offer(row)) return page.done(true);
       }
-      if (rows.length < batch) return page.page(false);
+      if (rows.length < batch) return page.done(false);
       after = BigInt(rows[rows.length - 1].id);
       batch = Math.min(2 * batch, query.limit + 1 - page.items.length);
     }

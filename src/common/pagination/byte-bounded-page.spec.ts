@@ -50,12 +50,12 @@ describe('PageFiller', () => {
     const jsonOf = jest.fn((row: string) => JSON.stringify(row));
     const page = new PageFiller(2, 1000, jsonOf);
     for (const row of ['a"', 'é', 'c']) page.offer(row);
-    expect(page.page(true)).toEqual({
+    expect(page.done(true)).toEqual({
       items: ['a"', 'é'],
       hasMore: true,
       json: { text: '["a\\"","é"]' },
     });
-    expect(new PageFiller(2, 1000, jsonOf).page(false).json.text).toBe('[]');
+    expect(new PageFiller(2, 1000, jsonOf).done(false).json.text).toBe('[]');
     expect(jsonOf).toHaveBeenCalledTimes(2);
   });
 });

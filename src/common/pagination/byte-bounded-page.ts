@@ -42,8 +42,8 @@ export class PageFiller<T> {
     return true;
   }
 
-  /** The page so far, with `hasMore` as the caller found it. */
-  page(hasMore: boolean): JsonPage<T> {
+  /** The page as filled, with `hasMore` as the caller found it. */
+  done(hasMore: boolean): JsonPage<T> {
     return {
       items: this.items,
       hasMore,
