@@ -112,6 +112,28 @@ describeWithRedis('the service when Redis stops answering', () => {
       { level: 30, msg: 'Redis answers again: rate limits apply' },
     ]);
   });
+
+  it('closes within the Redis timeout while Redis does not answer: a partition cannot hold a shutdown', async () => {
+    const redis = redisTestEnv();
+    const ownRelay = await TcpRelay.to(redis.REDIS_URL, 6379);
+    const app = await startTestApp({
+      env: {
+        ...redis,
+        REDIS_URL: ownRelay.relayed(redis.REDIS_URL),
+        REDIS_TIMEOUT: `${REDIS_TIMEOUT_MS}ms`,
+      },
+    });
+    try {
+      const pace = await paceOf(() => app.http().get('/openapi.json'));
+      ownRelay.pause();
+      const { ms } = await timed(() => app.close());
+      // QUIT's timeout (twice it when the timer fired late), and the rest of a close
+      expect(ms).toBeLessThan(2 * REDIS_TIMEOUT_MS + 20 * pace);
+    } finally {
+      await app.close().catch(() => undefined);
+      await ownRelay.close();
+    }
+  });
 });
 
 describeWithPostgres('the service when PostgreSQL is away', () => {

@@ -207,6 +207,26 @@ describeWithRedis('Redis on a busy event loop', () => {
 });
 
 describe('rate limits while Redis does not answer', () => {
+  it('lets go of everything when closed, so that nothing keeps the process alive', async () => {
+    const timers = () =>
+      process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout')
+        .length;
+    const before = timers();
+    const counters = new RedisCounters({
+      url: `redis://127.0.0.1:${await freePort()}`,
+      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
+      timeoutMs: 200,
+    });
+    await counters.onModuleInit();
+    await expect(
+      counters.hit('away', { windowMs: 60_000, limit: 10, blockMs: 0 }),
+    ).rejects.toThrow();
+    await counters.onModuleDestroy();
+    // ioredis's disconnect timer outlived a socket that was never open (2 s by default)
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+
   it('serves requests unlimited rather than refuse them', async () => {
     const port = await freePort();
     const app = await startTestApp({
