@@ -240,6 +240,22 @@ describe('README.md and docs/', () => {
     expect([...new Set(broken)]).toEqual([]);
   });
 
+  it("state the suites' times and the mutation score in docs/testing.md alone", () => {
+    // a line naming a suite, with a duration or a percentage on it
+    const suite = /npm test\b|test:slow|test:mutation|\.ci\/run|mutation score/;
+    const figure =
+      /\b\d[\d,.]* ?(?:s|min|minutes|seconds|%)(?![\w-])|\ban? (?:minute|hour)\b/;
+    const elsewhere = [README, join(ROOT, 'CONTRIBUTING.md'), ...DOCS]
+      .filter((file) => !file.endsWith(join('docs', 'testing.md')))
+      .flatMap((file) =>
+        read(file)
+          .split('\n')
+          .filter((line) => suite.test(line) && figure.test(line))
+          .map((line) => `${relative(ROOT, file)}: ${line.trim()}`),
+      );
+    expect(elsewhere).toEqual([]);
+  });
+
   it('have no table line over 200 characters', () => {
     const long = [README, ...DOCS].flatMap((file) =>
       read(file)
