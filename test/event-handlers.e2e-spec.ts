@@ -1,3 +1,5 @@
+import { DataSource } from 'typeorm';
+import { SqlHandlerStore } from '../src/events/event-handlers';
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
 import {
   startFixtureProcesses,
@@ -93,6 +95,32 @@ describe(`event handlers (${ENGINE})`, () => {
       );
       expect(Number(state.failures)).toBe(0);
       expect(state.last_error).toBeNull();
+    });
+
+    it('never handles an event the cursor has passed, whoever holds the lease: its writes roll back', async () => {
+      const store = new SqlHandlerStore(testApp.app.get(DataSource));
+      const name = 'fixture.cursor-guard';
+      const now = new Date();
+      await store.declare(name, ['plant.deleted'], now);
+      const at = (await store.row(name))!.cursor;
+      expect(await store.claim(name, 'guard', now, 30_000)).toBe(true);
+      const marker = (plantId: bigint) => async () => {
+        await testApp.app
+          .get(DataSource)
+          .query(
+            `INSERT INTO fixture_removed_plants (plant_id, seq, instance) VALUES (${plantId}, 0, 0)`,
+          );
+      };
+      // an instance that read the row before another moved the cursor tries an old event
+      expect(await store.handleOne(name, 'guard', at, marker(-1n))).toBe(false);
+      expect(await store.handleOne(name, 'guard', at + 1n, marker(-2n))).toBe(
+        true,
+      );
+      const written = await testApp.query<{ plant_id: bigint }>(
+        'SELECT plant_id FROM fixture_removed_plants WHERE plant_id < 0',
+      );
+      expect(written.map(({ plant_id }) => Number(plant_id))).toEqual([-2]);
+      await store.release(name, 'guard');
     });
   });
 

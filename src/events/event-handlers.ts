@@ -117,7 +117,7 @@ export class EventHandlers
 }
 
 /** The handlers' rows and the event log, in SQL on both engines. */
-class SqlHandlerStore implements HandlerStore {
+export class SqlHandlerStore implements HandlerStore {
   constructor(private readonly dataSource: PortableDataSource) {}
 
   private get states() {
@@ -215,7 +215,7 @@ class SqlHandlerStore implements HandlerStore {
       await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
         await handle();
         const { affected } = await this.states.update(
-          { name, leasedBy: instance },
+          { name, leasedBy: instance, cursor: LessThan(seq) },
           { cursor: seq, failures: 0, retryAt: null, lastError: null },
         );
         if (affected !== 1) throw new LeaseLost();

@@ -18,8 +18,13 @@ import {
 const NAME = 'care.plant-deleted';
 const HANDLED = 'plant.deleted';
 const START = Date.parse('2026-11-29T12:00:00Z');
-/** What a step of the simulation may take beyond a bound: the fake clock moves in whole ms. */
-const SLACK_MS = 5;
+/** The longest a statement of the simulated database takes; each takes 0 to this, seeded. */
+const STATEMENT_MS = 10;
+/**
+ * What a step of the simulation may take beyond a bound: the fake clock moves in whole ms, and
+ * a turn's statements before its handler runs (head, row, claim, events) take their time.
+ */
+const SLACK_MS = 5 + 4 * STATEMENT_MS;
 /** After the database comes back: the pause of a turn that found it away, then a poll. */
 const RECOVERY_MS = HANDLER_RETRY_BASE_MS + HANDLER_POLL_MS;
 
@@ -27,6 +32,8 @@ interface Attempt {
   instance: string;
   seq: bigint;
   at: number;
+  /** The handler's cursor as the attempt began. */
+  cursor: bigint;
   outcome?: 'threw' | 'committed' | 'lost' | 'rolled back';
   endedAt?: number;
 }
@@ -72,11 +79,22 @@ class MemoryDatabase {
     return this.away.some(({ from, to }) => at >= from && at < to);
   }
 
-  /** The store as `instance` sees it: one that has died waits forever on each call. */
-  storeOf(instance: string, dead: () => boolean): HandlerStore {
+  /**
+   * The store as `instance` sees it: each statement takes effect when it reaches the database,
+   * `latency()` after it was sent, as other instances' statements land in between; one that
+   * has died waits forever on each call.
+   */
+  storeOf(
+    instance: string,
+    dead: () => boolean,
+    latency: () => number = () => 0,
+  ): HandlerStore {
     const call = async <T>(work: () => T): Promise<T> => {
       if (dead()) return new Promise<T>(() => undefined);
-      await Promise.resolve();
+      const ms = latency();
+      await (ms > 0
+        ? new Promise((resolve) => setTimeout(resolve, ms))
+        : Promise.resolve());
       if (this.isAway()) throw new DatabaseUnreachableError('database away');
       return work();
     };
@@ -127,8 +145,8 @@ class MemoryDatabase {
             .map(({ appendedAt: _appendedAt, ...event }) => event),
         ),
       handleOne: async (_name, _instance, seq, handle) => {
-        await call(() => undefined);
-        const attempt: Attempt = { instance, seq, at: Date.now() };
+        const cursor = await call(() => this.row!.cursor);
+        const attempt: Attempt = { instance, seq, at: Date.now(), cursor };
         this.attempts.push(attempt);
         try {
           await handle();
@@ -139,7 +157,7 @@ class MemoryDatabase {
         }
         return call(() => {
           attempt.endedAt = Date.now();
-          if (!holds()) {
+          if (!holds() || this.row!.cursor >= seq) {
             attempt.outcome = 'lost';
             return false;
           }
@@ -156,12 +174,14 @@ class MemoryDatabase {
           throw error;
         });
       },
-      failed: (_name, _instance, failures, retryAt, error) =>
-        call(() => {
+      failed: (_name, _instance, failures, retryAt, error) => {
+        // the failure as the instance met it, before its statement took its time
+        const at = Date.now();
+        return call(() => {
           if (!holds()) return;
           const row = this.row!;
           this.failures.push({
-            at: Date.now(),
+            at,
             failures,
             before: row.failures,
             retryAt: retryAt.getTime(),
@@ -169,7 +189,8 @@ class MemoryDatabase {
           });
           row.failures = failures;
           row.retryAt = retryAt;
-        }),
+        });
+      },
       passTo: (_name, _instance, head) =>
         call(() => {
           if (holds() && this.row!.cursor < head) this.row!.cursor = head;
@@ -241,7 +262,11 @@ async function simulate(seed: number): Promise<{
       NAME,
       [HANDLED],
       handler,
-      db.storeOf(instance.name, () => instance.dead),
+      db.storeOf(
+        instance.name,
+        () => instance.dead,
+        () => between(0, STATEMENT_MS),
+      ),
       instance.name,
       new Logger('EventHandlers'),
       new Metrics(false),
@@ -259,7 +284,10 @@ async function simulate(seed: number): Promise<{
     instance.loop.start();
     return instance;
   };
-  const slots = await Promise.all([0, 1, 2].map(startInstance));
+  // their first statements take their time too
+  const starting = Promise.all([0, 1, 2].map(startInstance));
+  await jest.advanceTimersByTimeAsync(STATEMENT_MS);
+  const slots = await starting;
 
   // a minute of events, faults among them
   const busyUntil = START + 60_000;
@@ -336,6 +364,16 @@ async function simulate(seed: number): Promise<{
     const others = handledSeqs.filter((seq) => !wanted.includes(seq));
     violations.push(
       `handled ${handledSeqs.length} of ${wanted.length} events: twice ${twice.join(',') || 'none'}, never ${missing.join(',') || 'none'}, not its own ${others.join(',') || 'none'}${twice.length + missing.length + others.length === 0 ? ', out of order' : ''}`,
+    );
+  }
+
+  // no attempt at an event the cursor had passed: it was handled (a turn that read the row
+  // before another instance's last commit must read it again once it holds the lease)
+  for (const attempt of db.attempts.filter(
+    ({ seq, cursor }) => seq <= cursor,
+  )) {
+    violations.push(
+      `event ${attempt.seq} tried at ${attempt.at - START} ms by ${attempt.instance}, with the cursor already at ${attempt.cursor}`,
     );
   }
 

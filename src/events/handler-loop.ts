@@ -75,8 +75,9 @@ export interface HandlerStore {
   ): Promise<LoggedEvent[]>;
   /**
    * Runs `handle`, then moves the cursor to `seq` and clears the failures, in one transaction;
-   * false, everything rolled back, when the instance no longer holds the lease. A throw of
-   * `handle` rolls back and is thrown.
+   * false, everything rolled back, when the instance no longer holds the lease or the cursor is
+   * already at `seq` or past it (the event was handled). A throw of `handle` rolls back and is
+   * thrown.
    */
   handleOne(
     name: string,
@@ -166,7 +167,11 @@ export class HandlerLoop {
       return HANDLER_POLL_MS;
     }
     try {
-      return await this.handleFrom(row, head);
+      // read again, held: the instance that held it until the claim may have moved the cursor
+      // since the read above, and the events up to it are handled
+      const held = await this.store.row(this.name);
+      if (held === null || held.cursor >= head) return HANDLER_POLL_MS;
+      return await this.handleFrom(held, head);
     } finally {
       await this.store.release(this.name, this.instance).catch(() => undefined);
     }
