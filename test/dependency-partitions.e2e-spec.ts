@@ -37,21 +37,31 @@ async function timed<T>(
 // long enough that a busy machine's slow answer is not taken for a wait.
 const REDIS_TIMEOUT_MS = 1000;
 
+/** An app whose Redis is behind a relay of its own, which the test can pause. */
+async function appBehindRedisRelay(
+  env: Record<string, string> = {},
+): Promise<{ relay: TcpRelay; app: TestApp }> {
+  const redis = redisTestEnv();
+  const relay = await TcpRelay.to(redis.REDIS_URL, 6379);
+  const app = await startTestApp({
+    env: {
+      ...redis,
+      REDIS_URL: relay.relayed(redis.REDIS_URL),
+      REDIS_TIMEOUT: `${REDIS_TIMEOUT_MS}ms`,
+      ...env,
+    },
+  });
+  return { relay, app };
+}
+
 describeWithRedis('the service when Redis stops answering', () => {
   let relay: TcpRelay;
   let testApp: TestApp;
 
   beforeAll(async () => {
-    const redis = redisTestEnv();
-    relay = await TcpRelay.to(redis.REDIS_URL, 6379);
-    testApp = await startTestApp({
-      env: {
-        ...redis,
-        REDIS_URL: relay.relayed(redis.REDIS_URL),
-        REDIS_TIMEOUT: `${REDIS_TIMEOUT_MS}ms`,
-        LOG_LEVEL: 'info',
-      },
-    });
+    ({ relay, app: testApp } = await appBehindRedisRelay({
+      LOG_LEVEL: 'info',
+    }));
   });
 
   afterAll(async () => {
@@ -114,15 +124,7 @@ describeWithRedis('the service when Redis stops answering', () => {
   });
 
   it('closes within the Redis timeout while Redis does not answer: a partition cannot hold a shutdown', async () => {
-    const redis = redisTestEnv();
-    const ownRelay = await TcpRelay.to(redis.REDIS_URL, 6379);
-    const app = await startTestApp({
-      env: {
-        ...redis,
-        REDIS_URL: ownRelay.relayed(redis.REDIS_URL),
-        REDIS_TIMEOUT: `${REDIS_TIMEOUT_MS}ms`,
-      },
-    });
+    const { relay: ownRelay, app } = await appBehindRedisRelay();
     try {
       const pace = await paceOf(() => app.http().get('/openapi.json'));
       ownRelay.pause();
