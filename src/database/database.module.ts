@@ -17,6 +17,7 @@ import {
   ensureDatabaseFolder,
 } from './data-source-options';
 import { DatabaseAvailability } from './database-availability';
+import { DatabaseClock } from './database-clock';
 import { AutovacuumCheck } from './autovacuum-check';
 import { DatabaseMetrics } from './database-metrics';
 import { SchemaCompatibility } from './schema-compatibility';
@@ -80,11 +81,12 @@ function migrationLog(logger: Logger): MigrationReporter {
 @Module({
   providers: [
     DatabaseAvailability,
+    DatabaseClock,
     DatabaseMetrics,
     SchemaCompatibility,
     AutovacuumCheck,
   ],
-  exports: [DatabaseAvailability, SchemaCompatibility],
+  exports: [DatabaseAvailability, DatabaseClock, SchemaCompatibility],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [databaseConfig.KEY],

@@ -11,6 +11,10 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, MoreThan, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
 import { isDeclaredName } from '../common/modules/declared-name';
+import {
+  DatabaseClock,
+  STORED_TIME_SLACK_MS,
+} from '../database/database-clock';
 import type { PortableDataSource } from '../database/portable-data-source';
 import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
@@ -22,6 +26,7 @@ import { EventHandlerState } from './event-handler.entity';
 import { EventLog } from './event-log.entity';
 import {
   HandlerLoop,
+  RETRY_AT_BOUND_MS,
   type HandlerRow,
   type HandlerStore,
   type LoggedEvent,
@@ -55,6 +60,7 @@ export class EventHandlers
     private readonly catalogue: EventCatalogue,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly metrics: Metrics,
+    private readonly clock: DatabaseClock,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -101,6 +107,7 @@ export class EventHandlers
           instance,
           this.logger,
           this.metrics,
+          () => this.clock.now(),
         ),
       );
     }
@@ -156,13 +163,16 @@ export class SqlHandlerStore implements HandlerStore {
     now: Date,
     leaseMs: number,
   ): Promise<boolean> {
+    const after = (ms: number) => new Date(now.getTime() + ms);
     const free = [
       { leasedUntil: IsNull() },
       { leasedUntil: LessThan(now) },
+      { leasedUntil: MoreThan(after(leaseMs + STORED_TIME_SLACK_MS)) },
       { leasedBy: instance },
     ].flatMap((lease) => [
       { name, ...lease, retryAt: IsNull() },
       { name, ...lease, retryAt: LessThan(now) },
+      { name, ...lease, retryAt: MoreThan(after(RETRY_AT_BOUND_MS)) },
     ]);
     const { affected } = await this.states.update(free, {
       leasedBy: instance,

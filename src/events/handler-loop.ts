@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { parseLosslessJson } from '../common/json/lossless-json';
+import { STORED_TIME_SLACK_MS } from '../database/database-clock';
 import {
   isDatabaseBusy,
   isDatabaseUnavailable,
@@ -18,6 +19,18 @@ export const HANDLER_RETRY_BASE_MS = 1000;
 export const HANDLER_MAX_RETRY_MS = 300_000;
 /** The longest an instance waits for a retry before it looks at the row again. */
 const RETRY_LOOK_MS = HANDLER_POLL_MS * 8;
+/**
+ * A retry time further ahead than any instance could have set it came from a clock that was
+ * ahead (docs/decisions.md, "Time that decides for others"), and holds nothing back.
+ */
+export const RETRY_AT_BOUND_MS = HANDLER_MAX_RETRY_MS + STORED_TIME_SLACK_MS;
+
+/** Whether a retry time set after a failure still holds a handler back at `now`. */
+export function retryPending(retryAt: Date | null, now: Date): boolean {
+  if (retryAt === null) return false;
+  const ahead = retryAt.getTime() - now.getTime();
+  return ahead > 0 && ahead <= RETRY_AT_BOUND_MS;
+}
 
 /** The pause before the next attempt after `failures` failed attempts in a row. */
 export function retryDelayMs(failures: number): number {
@@ -57,7 +70,8 @@ export interface HandlerStore {
   row(name: string): Promise<HandlerRow | null>;
   /**
    * Takes the lease until `now + leaseMs` when it is free, run out or already the instance's
-   * own, and no retry is pending; says whether it did.
+   * own, and no retry is pending (`retryPending`); says whether it did. A lease end further
+   * than STORED_TIME_SLACK_MS past a lease from `now` holds nothing.
    */
   claim(
     name: string,
@@ -100,8 +114,8 @@ export interface HandlerStore {
 /**
  * One handler on one instance (docs/decisions.md, "Reacting to events"): each turn reads the
  * events past its cursor, takes the lease, and handles them in order, each in a transaction
- * that also moves the cursor. Timers and the clock are the process's own: the simulation fakes
- * both.
+ * that also moves the cursor. Its clock is the database's (DatabaseClock), its timers the
+ * process's own: the simulation fakes both.
  */
 export class HandlerLoop {
   private readonly stopping = new AbortController();
@@ -116,10 +130,12 @@ export class HandlerLoop {
     private readonly instance: string,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
+    /** The database's time (DatabaseClock), in ms since the epoch. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   declare(): Promise<void> {
-    return this.store.declare(this.name, this.types, new Date());
+    return this.store.declare(this.name, this.types, new Date(this.now()));
   }
 
   start(): void {
@@ -156,9 +172,9 @@ export class HandlerLoop {
     const head = await this.store.head();
     const row = await this.store.row(this.name);
     if (row === null) return HANDLER_POLL_MS;
-    const now = new Date();
-    if (row.retryAt !== null && row.retryAt > now) {
-      return Math.min(row.retryAt.getTime() - now.getTime(), RETRY_LOOK_MS);
+    const now = new Date(this.now());
+    if (retryPending(row.retryAt, now)) {
+      return Math.min(row.retryAt!.getTime() - now.getTime(), RETRY_LOOK_MS);
     }
     if (row.cursor >= head) return HANDLER_POLL_MS;
     if (
@@ -186,16 +202,16 @@ export class HandlerLoop {
     );
     const due = events.filter(({ seq }) => seq <= head);
     let failures = row.failures;
-    let renewAt = Date.now() + HANDLER_LEASE_MS / 3;
+    let renewAt = this.now() + HANDLER_LEASE_MS / 3;
     for (const event of due) {
       if (this.stopping.signal.aborted) return 0;
-      if (Date.now() > renewAt) {
+      if (this.now() > renewAt) {
         await this.store.renew(
           this.name,
           this.instance,
-          new Date(Date.now() + HANDLER_LEASE_MS),
+          new Date(this.now() + HANDLER_LEASE_MS),
         );
-        renewAt = Date.now() + HANDLER_LEASE_MS / 3;
+        renewAt = this.now() + HANDLER_LEASE_MS / 3;
       }
       const failedFor = await this.handleOne(event, failures);
       if (failedFor !== undefined) return failedFor;
@@ -244,7 +260,7 @@ export class HandlerLoop {
         this.name,
         this.instance,
         attempt,
-        new Date(Date.now() + delay),
+        new Date(this.now() + delay),
         message.slice(0, 1000),
       );
       if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {

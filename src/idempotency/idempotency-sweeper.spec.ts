@@ -79,7 +79,12 @@ describe('IdempotencySweeper', () => {
     );
     const tick = new Date();
     await expect(
-      full.run({ tick, signal: new AbortController().signal, nextBatch }),
+      full.run({
+        tick,
+        signal: new AbortController().signal,
+        now: () => tick,
+        nextBatch,
+      }),
     ).resolves.toBe(true);
     expect(log).toHaveBeenCalledWith(
       `deleted ${SWEEP_BATCH * SWEEP_BATCHES_PER_RUN} expired idempotency keys`,
@@ -90,7 +95,12 @@ describe('IdempotencySweeper', () => {
       settings,
     );
     await expect(
-      empty.run({ tick, signal: new AbortController().signal, nextBatch }),
+      empty.run({
+        tick,
+        signal: new AbortController().signal,
+        now: () => tick,
+        nextBatch,
+      }),
     ).resolves.toBe(false);
     expect(log).not.toHaveBeenCalled();
   });

@@ -40,7 +40,7 @@ export class IdempotencySweeper implements PeriodicJob {
   }
 
   async run(run: JobRun): Promise<boolean> {
-    const { deleted, more } = await this.sweep(new Date(), run);
+    const { deleted, more } = await this.sweep(run.now(), run);
     if (deleted > 0) {
       this.logger.log(`deleted ${deleted} expired idempotency keys`);
     }

@@ -6,6 +6,7 @@ import {
   idempotencySettings,
   type IdempotencySettings,
 } from './idempotency.settings';
+import { DatabaseClock } from '../database/database-clock';
 import { EntitySql } from '../database/entity-sql';
 import { IdempotentRequest } from './idempotent-request.entity';
 import { RecordedAnswer } from '../http/recorded-answer';
@@ -50,6 +51,7 @@ export class IdempotencyStore {
     @InjectDataSource() dataSource: DataSource,
     @Inject(idempotencySettings.KEY)
     private readonly settings: IdempotencySettings,
+    private readonly clock: DatabaseClock,
   ) {
     this.keys = new EntitySql(dataSource, IdempotentRequest);
     const $ = this.keys.parameter;
@@ -83,7 +85,7 @@ export class IdempotencyStore {
   }
 
   /** Leases the key to this attempt, or says why not. */
-  async claim(request: KeyedRequest, now = new Date()): Promise<Claim> {
+  async claim(request: KeyedRequest, now = this.clock.date()): Promise<Claim> {
     const { IDEMPOTENCY_TTL: ttlMs, IDEMPOTENCY_LEASE: leaseMs } =
       this.settings;
     const at = (ms: number) => this.keys.stored('createdAt', new Date(ms));

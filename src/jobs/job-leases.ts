@@ -1,4 +1,5 @@
 import type { Repository } from 'typeorm';
+import { STORED_TIME_SLACK_MS } from '../database/database-clock';
 import { ScheduledJob } from './scheduled-job.entity';
 
 /** How a run ended, as `last_outcome` and the metrics say it. */
@@ -29,7 +30,9 @@ export class JobLeases {
 
   /**
    * Takes the tick at `tick` for `leaseMs` from `now`, if it has not run to its end yet and
-   * nobody holds a lease that is still good; says whether it did.
+   * nobody holds a lease that is still good; says whether it did. A done tick or a lease end
+   * further ahead than any instance could have written it (STORED_TIME_SLACK_MS past `now`,
+   * or past a lease from `now`) came from a clock that was ahead, and holds nothing.
    */
   async claim(
     name: string,
@@ -45,8 +48,17 @@ export class JobLeases {
         leasedUntil: new Date(now.getTime() + leaseMs),
       })
       .where('name = :name', { name })
-      .andWhere('(done_tick IS NULL OR done_tick < :tick)', { tick })
-      .andWhere('(leased_until IS NULL OR leased_until < :now)', { now })
+      .andWhere(
+        '(done_tick IS NULL OR done_tick < :tick OR done_tick > :doneBound)',
+        { tick, doneBound: new Date(now.getTime() + STORED_TIME_SLACK_MS) },
+      )
+      .andWhere(
+        '(leased_until IS NULL OR leased_until < :now OR leased_until > :leaseBound)',
+        {
+          now,
+          leaseBound: new Date(now.getTime() + leaseMs + STORED_TIME_SLACK_MS),
+        },
+      )
       .execute();
     return affected === 1;
   }

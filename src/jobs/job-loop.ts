@@ -40,10 +40,12 @@ export class JobLoop {
     private readonly leases: Leases,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
+    /** The database's time (DatabaseClock), in ms since the epoch. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   start(): void {
-    this.wakeAt(Date.now());
+    this.wakeAt(this.now());
   }
 
   async stop(): Promise<void> {
@@ -54,11 +56,11 @@ export class JobLoop {
 
   private wakeAt(at: number): void {
     if (this.stopping.signal.aborted) return;
-    const wait = Math.min(Math.max(0, at - Date.now()), LONGEST_WAIT_MS);
+    const wait = Math.min(Math.max(0, at - this.now()), LONGEST_WAIT_MS);
     this.timer = setTimeout(() => {
       this.running = this.wake().then(
         (next) => this.wakeAt(next),
-        () => this.wakeAt(Date.now() + FAILURE_PAUSE_MS),
+        () => this.wakeAt(this.now() + FAILURE_PAUSE_MS),
       );
     }, wait);
     // a job never keeps the process alive; shutdown stops it
@@ -67,7 +69,7 @@ export class JobLoop {
 
   /** Takes the latest tick if nobody ran it, runs it, and says when to wake next. */
   private async wake(): Promise<number> {
-    const now = Date.now();
+    const now = this.now();
     const tick = this.ticks.latest(now);
     if (tick === undefined)
       return this.ticks.after(now) ?? now + LONGEST_WAIT_MS;
@@ -85,10 +87,10 @@ export class JobLoop {
     }
     if (!claimed) return this.afterOthers(tick);
     const outcome = await this.run(tick);
-    if (outcome === 'backlog') return Date.now() + BACKLOG_PAUSE_MS;
+    if (outcome === 'backlog') return this.now() + BACKLOG_PAUSE_MS;
     const next = this.nextTick(tick);
     return outcome === 'failed'
-      ? Math.min(next, Date.now() + FAILURE_PAUSE_MS)
+      ? Math.min(next, this.now() + FAILURE_PAUSE_MS)
       : next;
   }
 
@@ -114,7 +116,7 @@ export class JobLoop {
     let lost = false;
     const renewal = setInterval(() => {
       this.leases
-        .renew(this.name, new Date(), this.ticks.leaseMs)
+        .renew(this.name, new Date(this.now()), this.ticks.leaseMs)
         .then((held) => {
           if (!held && !signal.aborted) {
             lost = true;
@@ -128,6 +130,7 @@ export class JobLoop {
     const run: JobRun = {
       tick: new Date(tick),
       signal,
+      now: () => new Date(this.now()),
       nextBatch: async () => {
         if (signal.aborted) return false;
         await new Promise((resolve) => setTimeout(resolve, BATCH_PAUSE_MS));
@@ -148,7 +151,7 @@ export class JobLoop {
     this.metrics.jobRuns.inc({ job: this.name, outcome });
     this.metrics.jobRunDuration.observe({ job: this.name }, seconds);
     const kept = await this.leases
-      .end(this.name, new Date(tick), new Date(), outcome)
+      .end(this.name, new Date(tick), new Date(this.now()), outcome)
       .catch(() => false);
     const tickTime = new Date(tick).toISOString();
     if (lost || !kept) {

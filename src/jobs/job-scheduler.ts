@@ -10,6 +10,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
+import { DatabaseClock } from '../database/database-clock';
 import { Metrics } from '../metrics/metrics';
 import { JobName, type PeriodicJob } from './job.decorator';
 import { JobLeases } from './job-leases';
@@ -37,6 +38,7 @@ export class JobScheduler
     private readonly discovery: DiscoveryService,
     @InjectRepository(ScheduledJob) jobs: Repository<ScheduledJob>,
     private readonly metrics: Metrics,
+    private readonly clock: DatabaseClock,
   ) {
     this.leases = new JobLeases(
       jobs,
@@ -71,6 +73,7 @@ export class JobScheduler
           this.leases,
           this.logger,
           this.metrics,
+          () => this.clock.now(),
         ),
       );
     }

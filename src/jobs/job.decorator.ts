@@ -24,6 +24,11 @@ export interface JobRun {
   /** Aborted when the service shuts down or another instance took the tick over. */
   readonly signal: AbortSignal;
   /**
+   * The time every instance agrees on, the database's (docs/decisions.md, "Time that decides
+   * for others"): what a run compares stored times with, never its own machine's clock.
+   */
+  now(): Date;
+  /**
    * Between two batches of work: a short pause, so that requests get the database (SQLite's
    * one connection); false once the run must end, after the batch it was in.
    */

@@ -74,7 +74,7 @@ export class RetentionService implements PeriodicJob {
 
   async run(run: JobRun): Promise<void> {
     const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
-      new Date(),
+      run.now(),
       run,
     );
     if (givenUp > 0) {

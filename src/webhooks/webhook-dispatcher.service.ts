@@ -8,6 +8,7 @@ import {
 import { setMaxListeners } from 'node:events';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { DatabaseAvailability } from '../database/database-availability';
+import { DatabaseClock } from '../database/database-clock';
 import {
   isDatabaseBusy,
   isDatabaseUnavailable,
@@ -45,11 +46,12 @@ export class WebhookDispatcher
     private readonly database: DatabaseAvailability,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly metrics: Metrics,
+    clock: DatabaseClock,
   ) {
     this.engine = new DeliveryEngine({
       store,
       send: (message, signal, attempt) => this.send(message, signal, attempt),
-      now: Date.now,
+      now: () => clock.now(),
       config,
       observer: this.observer(),
       signal: this.shutdown.signal,

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull, Not } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { EntitySql } from '../database/entity-sql';
-import { Job, type PeriodicJob } from '../jobs/job.decorator';
+import { Job, type JobRun, type PeriodicJob } from '../jobs/job.decorator';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
 /** How often every subscription's lag is looked at. */
@@ -89,8 +89,8 @@ export class WebhookLagWatch implements PeriodicJob {
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
   ) {}
 
-  run(): Promise<void> {
-    return this.check();
+  run(run: JobRun): Promise<void> {
+    return this.check(run.now().getTime());
   }
 
   /**

@@ -10,13 +10,20 @@ export interface FixtureProcess extends ServiceProcess {
 
 /**
  * Starts the service with the fixture module of `test/fixtures/<name>/` (its `main.ts`, which
- * serves as `node dist/main.js` does) and waits for the token it prints once it listens.
+ * serves as `node dist/main.js` does) and waits for the token it prints once it listens;
+ * `nodeArgs` go to node before the script.
  */
 export async function startFixtureProcess(
   name: string,
   env: Record<string, string>,
+  nodeArgs: string[] = [],
 ): Promise<FixtureProcess> {
-  const service = await startServiceProcess(env, undefined, fixtureMain(name));
+  const service = await startServiceProcess(
+    env,
+    undefined,
+    fixtureMain(name),
+    nodeArgs,
+  );
   const deadline = Date.now() + 30_000;
   for (;;) {
     const line = service
