@@ -174,10 +174,10 @@ export class IdempotencyRunner {
 
 /**
  * The headers a handler sets that belong to its answer, and come again with a repeat: where
- * the created resource is. The service's own (request id, rate limits, security headers) are
- * the repeat's own.
+ * the created resource is, and the version of the body it answers. The service's own (request
+ * id, rate limits, security headers) are the repeat's own.
  */
-const ANSWER_HEADERS = ['Location', 'Content-Location'];
+const ANSWER_HEADERS = ['Location', 'Content-Location', 'ETag'];
 
 function answerHeadersOf(response: Response): Record<string, string> {
   const headers: Record<string, string> = {};

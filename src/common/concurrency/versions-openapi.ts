@@ -47,6 +47,30 @@ export function ApiIfMatch(what: string): MethodDecorator {
 }
 
 /**
+ * A delete that `If-Match` may guard, in the document: the header, optional, and the 412 of a
+ * version that is no longer the resource's.
+ */
+export function ApiIfMatchOptional(what: string): MethodDecorator {
+  return applyDecorators(
+    ApiHeader({
+      name: 'If-Match',
+      required: false,
+      description: `The ETag of the ${what} as you last read it: it is deleted only if still at that version`,
+      schema: { type: 'string', pattern: '^"[1-9][0-9]*"(, *"[1-9][0-9]*")*$' },
+    }),
+    ApiResponse({
+      status: HttpStatus.PRECONDITION_FAILED,
+      description: `The ${what} has changed since the version If-Match names, and was not deleted; \`ETag\` is its version now`,
+      type: ErrorBody,
+      headers: ETAG_HEADER,
+      examples: errorExamples(HttpStatus.PRECONDITION_FAILED, {
+        'Changed since': `the ${what} has changed since the version If-Match names ("1"); it is now "2": read it again, make your change to it, and send it with If-Match: "2"`,
+      }),
+    }),
+  );
+}
+
+/**
  * A read that answers 304 when the resource is still at the version `If-None-Match` names
  * (express does it from the `ETag` the handler sets), in the document.
  */

@@ -1,6 +1,11 @@
 import { HttpStatus } from '@nestjs/common';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
-import { etagOf, staleVersion, versionsOf } from './versions';
+import {
+  etagOf,
+  MAX_IF_MATCH_VERSIONS,
+  staleVersion,
+  versionsOf,
+} from './versions';
 
 function refusalOf(ifMatch: string | undefined): HttpErrorWithHeaders {
   try {
@@ -27,6 +32,12 @@ describe('versions (If-Match, ETag)', () => {
     ['"3"x', []],
     ['x"3"', []],
     ['"3", W/"4"', [3]],
+    // each once: a list of one tag again and again is one parameter
+    ['"3", "3", "5", "3"', [3, 5]],
+    // past what a version column holds: no version of ours (PostgreSQL answered 500)
+    ['"2147483647"', [2147483647]],
+    ['"2147483648"', []],
+    ['"999999999999999", "2"', [2]],
   ])('reads If-Match %j as the versions %j', (ifMatch, versions) => {
     expect(versionsOf(ifMatch, 'garden bed')).toEqual(versions);
   });
@@ -41,6 +52,22 @@ describe('versions (If-Match, ETag)', () => {
       );
     },
   );
+
+  it('answers 400 for more versions than MAX_IF_MATCH_VERSIONS, whatever the list repeats', () => {
+    const tags = (count: number) =>
+      Array.from({ length: count }, (_, index) => etagOf(index + 1)).join(', ');
+    expect(versionsOf(tags(MAX_IF_MATCH_VERSIONS), 'garden bed')).toHaveLength(
+      MAX_IF_MATCH_VERSIONS,
+    );
+    expect(
+      versionsOf(`${tags(MAX_IF_MATCH_VERSIONS)}, ${tags(3)}`, 'garden bed'),
+    ).toHaveLength(MAX_IF_MATCH_VERSIONS);
+    const refusal = refusalOf(tags(MAX_IF_MATCH_VERSIONS + 1));
+    expect(refusal.getStatus()).toBe(HttpStatus.BAD_REQUEST);
+    expect(refusal.message).toBe(
+      `If-Match names 9 versions of the garden bed, more than the 8 it may name: send the ETag of the garden bed as you last read it`,
+    );
+  });
 
   it('answers 412 with the version now, in the message and the ETag', () => {
     const stale = staleVersion('garden bed', [1], 2);

@@ -15,10 +15,20 @@ export function etagOf(version: number): string {
 
 const A_STRONG_ETAG = /^"([1-9]\d{0,14})"$/;
 
+/** The highest version a version column holds: a 32-bit integer on both engines. */
+export const MAX_VERSION = 2 ** 31 - 1;
+
 /**
- * The versions an `If-Match` header names (one, or a list), for a change of `what`: without
- * one, 428 saying how to get it. `*` is refused too, since it would overwrite changes the
- * client has not seen; an entity tag that is no version of ours matches none (412 follows).
+ * The most versions one `If-Match` may name: each is a parameter of the conditional write,
+ * and each count of them a statement the database prepares and keeps.
+ */
+export const MAX_IF_MATCH_VERSIONS = 8;
+
+/**
+ * The versions an `If-Match` header names (one, or a list), each once, for a change of `what`:
+ * without one, 428 saying how to get it. `*` is refused too, since it would overwrite changes
+ * the client has not seen; an entity tag that is no version of ours (past MAX_VERSION
+ * included) matches none (412 follows). More than MAX_IF_MATCH_VERSIONS versions is a 400.
  */
 export function versionsOf(
   ifMatch: string | undefined,
@@ -33,11 +43,22 @@ export function versionsOf(
   const sent = ifMatch?.trim();
   if (!sent) throw refuse(`If-Match is required to change a ${what}`);
   if (sent === '*') throw refuse(`If-Match: * would overwrite any ${what}`);
-  return sent
-    .split(',')
-    .map((tag) => A_STRONG_ETAG.exec(tag.trim())?.[1])
-    .filter((digits) => digits !== undefined)
-    .map(Number);
+  const versions = new Set(
+    sent
+      .split(',')
+      .map((tag) => A_STRONG_ETAG.exec(tag.trim())?.[1])
+      .filter((digits) => digits !== undefined)
+      .map(Number)
+      .filter((version) => version <= MAX_VERSION),
+  );
+  if (versions.size > MAX_IF_MATCH_VERSIONS) {
+    throw new HttpErrorWithHeaders(
+      HttpStatus.BAD_REQUEST,
+      `If-Match names ${versions.size} versions of the ${what}, more than the ${MAX_IF_MATCH_VERSIONS} it may name: send the ETag of the ${what} as you last read it`,
+      {},
+    );
+  }
+  return [...versions];
 }
 
 /** 412: the resource is no longer at a version the change was made from; its ETag now. */
