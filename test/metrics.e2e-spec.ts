@@ -1,4 +1,4 @@
-import { createConnection } from 'node:net';
+import { createConnection, type AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import type { PortableDataSource } from '../src/database/portable-data-source';
 import {
@@ -309,6 +309,34 @@ describe('metrics on METRICS_PORT, scraped over HTTP after a known set of reques
       .get('/metrics')
       .set('Authorization', `Bearer ${token}`)
       .expect(404);
+  });
+
+  // last: its requests are over the address limit, and would change the counts above
+  it('names a method no route takes _OTHER, so that clients cannot grow the scrape with methods', async () => {
+    const methods = ['PROPFIND', 'MKCOL', 'LOCK', 'UNLOCK', 'SEARCH', 'PURGE'];
+    const { port } = testApp.server.address() as AddressInfo;
+    for (const method of methods) {
+      const answer = await fetch(`http://127.0.0.1:${port}/plants/1`, {
+        method,
+      });
+      await answer.arrayBuffer();
+    }
+    await scrape();
+    const named = new Set(
+      samples
+        .filter((sample) => sample.name === DURATION)
+        .map(({ labels }) => labels.http_request_method),
+    );
+    expect([...named].sort()).toEqual(['DELETE', 'GET', 'POST', '_OTHER']);
+    expect(
+      samples
+        .filter(
+          (sample) =>
+            sample.name === DURATION &&
+            sample.labels.http_request_method === '_OTHER',
+        )
+        .reduce((sum, { value }) => sum + value, 0),
+    ).toBe(methods.length);
   });
 });
 

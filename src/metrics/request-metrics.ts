@@ -31,6 +31,28 @@ function routeFor(request: Request): string | undefined {
 }
 
 /**
+ * The methods `http_request_method` names; any other (node takes about 30, WebDAV's among
+ * them) is `_OTHER`, as OpenTelemetry's conventions have it, so that a client cannot grow the
+ * scrape with methods no route takes.
+ */
+const KNOWN_METHODS = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'CONNECT',
+  'OPTIONS',
+  'TRACE',
+  'PATCH',
+]);
+
+/** A request's method as `http_request_method` names it. */
+export function methodLabel(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : '_OTHER';
+}
+
+/**
  * Express middleware that times every request into `http_server_request_duration_seconds`,
  * installed first (setup-app.ts), so that answers from the shutdown gate, the rate limits and
  * the exception filter all count, with the status they went out with. The route is the
@@ -62,7 +84,7 @@ export function recordRequests(metrics: Metrics) {
       const route = typeof routed === 'string' ? routed : routeFor(request);
       metrics.requestDuration.observe(
         {
-          http_request_method: request.method,
+          http_request_method: methodLabel(request.method),
           http_route: route === undefined ? UNROUTED : templateOf(route),
           http_response_status_code: response.statusCode,
         },
