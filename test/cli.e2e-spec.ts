@@ -36,7 +36,9 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     const created = await cli('tokens', 'create', '--name', 'deploy bot');
     expect(created.status).toBe(0);
     expect(created.lastLine).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
-    expect(created.stdout).toContain('with scopes plants:read,plants:write\n');
+    expect(created.stdout).toContain(
+      'with scopes plants:read,plants:write, expiring ',
+    );
     await createPlant(created.lastLine).expect(200);
     // webhooks:manage only when named
     await testApp
@@ -55,7 +57,7 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
       '--scopes',
       'webhooks:manage',
     );
-    expect(created.stdout).toContain('with scopes webhooks:manage\n');
+    expect(created.stdout).toContain('with scopes webhooks:manage, expiring ');
     await testApp
       .http()
       .get('/webhooks/subscriptions')
@@ -133,6 +135,22 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
   // expire before the first request: acceptance before expiry is timed in the second test.
   const expiryPrinted = (stdout: string) =>
     Date.parse(/, expiring (\S+)\n/.exec(stdout)?.[1] ?? '');
+
+  it('gives a token made without --expires-in 90 days, never for ever', async () => {
+    const before = Date.now();
+    const created = await cli('tokens', 'create', '--name', 'defaulted');
+    const after = Date.now();
+    expect(created.status).toBe(0);
+    const days = 90 * 86_400_000;
+    const expiresAt = expiryPrinted(created.stdout);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + days);
+    expect(expiresAt).toBeLessThanOrEqual(after + days);
+    const [stored] = await testApp.query<{ expires_at: unknown }>(
+      "SELECT expires_at FROM api_tokens WHERE name = 'defaulted'",
+    );
+    expect(stored.expires_at).not.toBeNull();
+    await createPlant(created.lastLine).expect(200);
+  });
 
   it('issues a token that stops being honoured once its lifetime has passed', async () => {
     const before = Date.now();

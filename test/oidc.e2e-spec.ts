@@ -200,6 +200,16 @@ describe('access tokens of an identity provider (OIDC_ISSUER)', () => {
         'it was issued in the future (iat)',
       ],
       [
+        "living past the ten years of the service's own tokens (exp: 1e300)",
+        { claims: { exp: 1e300 } },
+        'it expires more than 3650d (ten years) from now (exp)',
+      ],
+      [
+        'expiring ten years and a day from now',
+        { claims: { exp: now() + 3651 * 86_400 } },
+        'it expires more than 3650d (ten years) from now (exp)',
+      ],
+      [
         'with a malformed scope beside a valid scp',
         { claims: { scope: ['plants:write'], scp: 'plants:write' } },
         'its scope claim is not a space-separated string',

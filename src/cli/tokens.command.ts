@@ -2,6 +2,8 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ApiToken } from '../auth/api-token.entity';
 import type { Scope } from '../auth/scopes';
 import {
+  DEFAULT_TOKEN_LIFETIME,
+  DEFAULT_TOKEN_LIFETIME_MS,
   MAX_TOKEN_LIFETIME,
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
@@ -88,7 +90,7 @@ export function tokensCommand(output: CliOutput): Command {
     )
     .option(
       '--expires-in <duration>',
-      `lifetime such as 1h or 30d, at most ${MAX_TOKEN_LIFETIME}`,
+      `lifetime such as 1h or 30d, at most ${MAX_TOKEN_LIFETIME}; without it, ${DEFAULT_TOKEN_LIFETIME}`,
       parseLifetime,
     )
     .action(
@@ -97,10 +99,9 @@ export function tokensCommand(output: CliOutput): Command {
         scopes: Scope[];
         expiresIn?: number;
       }) => {
-        const expiresAt =
-          options.expiresIn === undefined
-            ? undefined
-            : new Date(Date.now() + options.expiresIn);
+        const expiresAt = new Date(
+          Date.now() + (options.expiresIn ?? DEFAULT_TOKEN_LIFETIME_MS),
+        );
         const { token, record } = await withService(TokensService, (service) =>
           service.issue({
             name: options.name,
@@ -110,7 +111,7 @@ export function tokensCommand(output: CliOutput): Command {
         );
         output.out(
           `created token ${record.id} "${record.name}" with scopes ${record.scopes.join(',')}` +
-            (expiresAt ? `, expiring ${expiresAt.toISOString()}` : ''),
+            `, expiring ${expiresAt.toISOString()}`,
         );
         output.out('store it now: it is not shown again');
         output.out(token);

@@ -16,6 +16,7 @@ import { DependencyState } from '../../logging/dependency-state';
 import { rejectedAccessTokenMessage } from '../auth-messages';
 import { TokenRejection, type Bearer } from '../bearer';
 import { ScopeCatalogue } from '../scopes';
+import { MAX_TOKEN_LIFETIME, MAX_TOKEN_LIFETIME_MS } from '../tokens.service';
 import { oidcConfig, type OidcConfig, type OidcSettings } from './oidc.config';
 
 /** The most a discovery document or a key set may weigh: a real one is a few kilobytes. */
@@ -297,8 +298,9 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
 
 /**
  * What jose leaves unchecked: a subject that is a non-empty string (a number would name the
- * caller of the string of its digits, RFC 7519 makes it a string), and an `iat` that is not in
- * the future, within the clock tolerance.
+ * caller of the string of its digits, RFC 7519 makes it a string), an `iat` that is not in
+ * the future, within the clock tolerance, and an `exp` within the ten years a token of the
+ * service's own may live (MAX_TOKEN_LIFETIME_MS): `exp: 1e300` is no lifetime.
  */
 function claimProblemOf(
   payload: JWTPayload,
@@ -312,6 +314,12 @@ function claimProblemOf(
     payload.iat * 1000 > Date.now() + config.clockToleranceMs
   ) {
     return 'it was issued in the future (iat)';
+  }
+  if (
+    typeof payload.exp === 'number' &&
+    payload.exp * 1000 > Date.now() + MAX_TOKEN_LIFETIME_MS
+  ) {
+    return `it expires more than ${MAX_TOKEN_LIFETIME} (ten years) from now (exp)`;
   }
   return undefined;
 }
