@@ -67,6 +67,10 @@ async function main() {
   if (!check && !existsSync(TARGET)) writeFileSync(TARGET, 'export default async () => ({});\n');
   const builder = buildProgram();
   const program = builder.getProgram();
+  // before any type check: the checker numbers types as it meets them, and a union's members
+  // come out in that order (a webhook status enum did), so a generation and a check read the
+  // types in the same order only when neither checks first
+  const text = await metadataText(program);
   // a type error fails a generation, so that the generator undoes its write; a check leaves
   // types to npm run typecheck, which CI runs
   const diagnostics = check
@@ -91,7 +95,6 @@ async function main() {
     process.exitCode = 1;
     return;
   }
-  const text = await metadataText(program);
   if (!writeGeneratedFiles(ROOT, { 'src/metadata.ts': text }, check)) process.exitCode = 1;
 }
 

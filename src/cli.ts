@@ -2,6 +2,7 @@
 import './config/require-supported-node';
 import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
+import { eventsCommand } from './cli/events.command';
 import { tokensCommand } from './cli/tokens.command';
 import { webhooksCommand } from './cli/webhooks.command';
 import { existsSync } from 'node:fs';
@@ -26,6 +27,7 @@ function buildProgram(output: CliOutput): Command {
     });
   program.addCommand(tokensCommand(output));
   program.addCommand(webhooksCommand(output));
+  program.addCommand(eventsCommand(output));
   // subcommands report usage errors through the same output and exit codes
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());

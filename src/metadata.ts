@@ -146,6 +146,47 @@ export default async () => {
           },
         ],
         [
+          import('./events/skipped-event.entity'),
+          {
+            SkippedEvent: {
+              handler: {
+                required: true,
+                type: () => String,
+                description:
+                  "The handler's name, as `@EventHandler()` declares it.",
+              },
+              seq: {
+                required: true,
+                type: () => BigInt,
+                description: "The event's place in the log.",
+              },
+              eventId: { required: true, type: () => String },
+              type: { required: true, type: () => String },
+              payload: { required: true, type: () => String },
+              createdAt: {
+                required: true,
+                type: () => Date,
+                description: 'When the event was made.',
+              },
+              attempts: {
+                required: true,
+                type: () => Number,
+                description:
+                  "Attempts that failed, those of an operator's retries included.",
+              },
+              lastError: { required: true, type: () => String },
+              skippedAt: { required: true, type: () => Date },
+              retryRequestedAt: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  "Set by `events retry`: the handler's next turn handles it first.",
+              },
+            },
+          },
+        ],
+        [
           import('./health/dto/health-status.dto'),
           {
             HealthStatusDto: {

@@ -359,3 +359,114 @@ describe('the tokens command-line tool (node dist/cli.js tokens)', () => {
     expect(result.stdout.trimEnd().split('\n').pop()).toMatch(/^pst_/);
   });
 });
+
+describe('the events command-line tool (node dist/cli.js events)', () => {
+  let folder: ReturnType<typeof makeTempFolder>;
+  let env: Record<string, string>;
+  let testApp: TestApp;
+
+  beforeAll(async () => {
+    folder = makeTempFolder();
+    const databaseFile = join(folder.path, 'store.sqlite');
+    env = { DATABASE_URL: `sqlite:${databaseFile}` };
+    testApp = await startTestApp({ databaseFile });
+    const db = new Database(databaseFile);
+    // what a handler leaves when it gives up on two events
+    const skip = db.prepare(
+      `INSERT INTO event_handler_skips (handler, seq, event_id, type, payload, created_at, attempts, last_error, skipped_at, retry_requested_at)
+       VALUES (?, ?, ?, 'plant.deleted', '{"id":7}', '2026-12-01 10:00:00.000', 7, ?, '2026-12-01 10:01:03.000', NULL)`,
+    );
+    skip.run('care.plant-deleted', 41, `evt_${'a'.repeat(32)}`, 'no plan 7');
+    skip.run(
+      'care.plant-deleted',
+      9223372036854775807n,
+      `evt_${'b'.repeat(32)}`,
+      'x'.repeat(300),
+    );
+    db.close();
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    folder.remove();
+  });
+
+  const cli = (...args: string[]) => runCliProcess(args, env);
+  const retryAsked = () =>
+    testApp.query<{ seq: bigint; retry_requested_at: unknown }>(
+      'SELECT seq, retry_requested_at FROM event_handler_skips ORDER BY seq',
+    );
+
+  it('lists the skipped events, their place exact and the last error cut to a line', async () => {
+    const listed = await cli('events', 'skipped');
+    expect(listed.status).toBe(0);
+    const [header, ...rows] = listed.stdout.trimEnd().split('\n');
+    expect(header.split(/\s{2,}/)).toEqual([
+      'HANDLER',
+      'PLACE',
+      'EVENT',
+      'TYPE',
+      'ATTEMPTS',
+      'SKIPPED',
+      'RETRY',
+      'LAST ERROR',
+    ]);
+    expect(rows).toHaveLength(2);
+    expect(rows[0].split(/\s{2,}/)).toEqual([
+      'care.plant-deleted',
+      '41',
+      `evt_${'a'.repeat(32)}`,
+      'plant.deleted',
+      '7',
+      '2026-12-01T10:01:03.000Z',
+      '-',
+      'no plan 7',
+    ]);
+    expect(rows[1]).toContain('9223372036854775807');
+    expect(rows[1]).toContain(`${'x'.repeat(120)}`);
+    expect(rows[1]).not.toContain(`${'x'.repeat(121)}`);
+  });
+
+  it('asks for a retry of one, then of every one, and refuses a handler with none', async () => {
+    const one = await cli('events', 'retry', 'care.plant-deleted', '41');
+    expect(one.status).toBe(0);
+    expect(one.stdout).toBe(
+      'asked care.plant-deleted to try 1 skipped event again: events skipped shows any that fail again\n',
+    );
+    expect(
+      (await retryAsked()).map((row) => row.retry_requested_at !== null),
+    ).toEqual([true, false]);
+    const every = await cli('events', 'retry', 'care.plant-deleted');
+    expect(every.stdout).toContain('to try 2 skipped events again');
+    expect(
+      (await retryAsked()).every((row) => row.retry_requested_at !== null),
+    ).toBe(true);
+    const none = await cli('events', 'retry', 'care.nothing');
+    expect(none.status).toBe(1);
+    expect(none.stderr).toContain('handler care.nothing has skipped no event');
+    const bad = await cli('events', 'retry', 'care.plant-deleted', '-3');
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("expected an event's place in the log");
+  });
+
+  it('dismisses one, which is then gone, and says so of one that is not there', async () => {
+    const dismissed = await cli(
+      'events',
+      'dismiss',
+      'care.plant-deleted',
+      '41',
+    );
+    expect(dismissed.status).toBe(0);
+    expect(dismissed.stdout).toBe(
+      'dismissed the event at 41 that care.plant-deleted skipped\n',
+    );
+    expect((await retryAsked()).map((row) => String(row.seq))).toEqual([
+      '9223372036854775807',
+    ]);
+    const again = await cli('events', 'dismiss', 'care.plant-deleted', '41');
+    expect(again.status).toBe(1);
+    expect(again.stderr).toContain(
+      'handler care.plant-deleted has skipped no event at 41',
+    );
+  });
+});

@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
 import { SqlHandlerStore } from '../src/events/event-handlers';
+import { SkippedEventsService } from '../src/events/skipped-events.service';
+import { PlantRemovals } from './fixtures/reactions/plant-removals';
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
 import {
   startFixtureProcesses,
@@ -95,6 +97,53 @@ describe(`event handlers (${ENGINE})`, () => {
       );
       expect(Number(state.failures)).toBe(0);
       expect(state.last_error).toBeNull();
+    });
+
+    it('skips an event that keeps failing after its attempts, handles the ones after it, and handles it on a retry once fixed', async () => {
+      const before = (await removals()).length;
+      await addAndDelete(21, 'poison');
+      await addAndDelete(22, 'after the poison');
+      const rows = await eventually(
+        removals,
+        (found) => found.some(({ plant_id }) => Number(plant_id) === 22),
+        testLimit(15_000),
+      );
+      // its three attempts rolled back with their writes; the next event was handled
+      expect(
+        rows.slice(before).map(({ plant_id }) => Number(plant_id)),
+      ).toEqual([22]);
+      const [skipped] = await testApp.query<{
+        handler: string;
+        type: string;
+        attempts: bigint | number;
+        last_error: string;
+        retry_requested_at: unknown;
+      }>(
+        'SELECT handler, type, attempts, last_error, retry_requested_at FROM event_handler_skips',
+      );
+      expect({ ...skipped, attempts: Number(skipped.attempts) }).toEqual({
+        handler: 'fixture.plant-removals',
+        type: 'plant.deleted',
+        attempts: 3,
+        last_error: 'the fixture cannot take a plant named poison',
+        retry_requested_at: null,
+      });
+      // the bug fixed, an operator asks for a retry (what `events retry` does)
+      PlantRemovals.healed = true;
+      const skippedEvents = testApp.app.get(SkippedEventsService);
+      expect(await skippedEvents.requestRetry('fixture.plant-removals')).toBe(
+        1,
+      );
+      const handled = await eventually(
+        removals,
+        (found) => found.some(({ plant_id }) => Number(plant_id) === 21),
+        testLimit(15_000),
+      );
+      // in the order of the log, where the retried event keeps its place
+      expect(
+        handled.slice(before).map(({ plant_id }) => Number(plant_id)),
+      ).toEqual([21, 22]);
+      expect(await skippedEvents.list(10)).toEqual([]);
     });
 
     it('never handles an event the cursor has passed, whoever holds the lease: its writes roll back', async () => {

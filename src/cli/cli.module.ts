@@ -6,6 +6,7 @@ import { appConfig } from '../config/app.config';
 import { databaseConfig } from '../config/database.config';
 import { webhooksConfig } from '../config/webhooks.config';
 import { DatabaseModule } from '../database/database.module';
+import { SkippedEventsModule } from '../events/skipped-events.module';
 import { IdempotencyModule } from '../idempotency/idempotency.module';
 import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.module';
 import { ServiceDeclarations } from './service-declarations';
@@ -14,8 +15,9 @@ import { ServiceDeclarations } from './service-declarations';
 export const SERVICE_DECLARATIONS = new ServiceDeclarations(AppModule);
 
 /**
- * What the operator's tool needs: the database, tokens and webhook subscriptions, and what the
- * service's modules declare; no HTTP, and none of the modules themselves.
+ * What the operator's tool needs: the database, tokens, webhook subscriptions and the events
+ * handlers skipped, and what the service's modules declare; no HTTP, and none of the modules
+ * themselves.
  */
 @Module({
   imports: [
@@ -29,6 +31,7 @@ export const SERVICE_DECLARATIONS = new ServiceDeclarations(AppModule);
     // the subscriptions' controller, though never served, is built with its @Idempotent()
     IdempotencyModule,
     WebhookSubscriptionsModule,
+    SkippedEventsModule,
     SERVICE_DECLARATIONS.asModule(),
   ],
 })

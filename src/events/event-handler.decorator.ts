@@ -16,16 +16,29 @@ export interface HandledEvent<Payload = unknown> {
  * A handler of other modules' events: a provider marked `@EventHandler(name, [EVENTS])`. Its
  * `handle` runs in a transaction of its own, which also moves its cursor past the event: its
  * writes and its progress commit together, so an event's effects are made once. A throw rolls
- * both back, and the event is tried again later, the events after it waiting their turn.
+ * both back, and the event is tried again later, the events after it waiting their turn,
+ * until its attempts run out: then it is skipped (EventHandlerOptions).
  */
 export interface HandlesEvents<Payload = unknown> {
   handle(event: HandledEvent<Payload>): Promise<void>;
+}
+
+/** How a handler retries an event that failed, and when it gives up on it. */
+export interface EventHandlerOptions {
+  /**
+   * Attempts at one event before it is skipped (kept aside for an operator, and the events
+   * after it handled): 7 unless said, the last about a minute after the first failure.
+   */
+  attempts?: number;
+  /** The pause after the first failure, doubling up to 5 minutes: `1s` unless said. */
+  firstRetry?: string | number;
 }
 
 /** What `EventHandler` declares, which EventHandlers finds the handlers by. */
 export interface EventHandlerDeclaration {
   name: string;
   events: readonly EventDefinition[];
+  options: EventHandlerOptions;
 }
 
 export const EventHandlerMark =
@@ -39,9 +52,14 @@ export const EventHandlerMark =
 export function EventHandler<Payload>(
   name: string,
   events: readonly EventDefinition<Payload>[],
+  options: EventHandlerOptions = {},
 ): ClassDecorator {
   return applyDecorators(
     Injectable(),
-    EventHandlerMark({ name, events: events as readonly EventDefinition[] }),
+    EventHandlerMark({
+      name,
+      events: events as readonly EventDefinition[],
+      options,
+    }),
   );
 }

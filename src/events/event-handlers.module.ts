@@ -4,6 +4,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { EventHandlerState } from './event-handler.entity';
 import { EventHandlers } from './event-handlers';
 import { EventsModule } from './events.module';
+import { SkippedEventsModule } from './skipped-events.module';
 
 /**
  * Runs the `@EventHandler()` providers of every module (docs/conventions.md, "Reacting to
@@ -14,6 +15,7 @@ import { EventsModule } from './events.module';
     DiscoveryModule,
     EventsModule,
     TypeOrmModule.forFeature([EventHandlerState]),
+    SkippedEventsModule,
   ],
   providers: [EventHandlers],
 })

@@ -8,8 +8,9 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { In, IsNull, LessThan, MoreThan, type DataSource } from 'typeorm';
+import { In, IsNull, LessThan, MoreThan, Not, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
+import { DURATION_FORMAT, parseDuration } from '../config/environment';
 import { isDeclaredName } from '../common/modules/declared-name';
 import {
   DatabaseClock,
@@ -20,18 +21,23 @@ import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
 import {
   EventHandlerMark,
+  type EventHandlerOptions,
   type HandlesEvents,
 } from './event-handler.decorator';
 import { EventHandlerState } from './event-handler.entity';
 import { EventLog } from './event-log.entity';
 import {
+  DEFAULT_HANDLER_RETRY,
   HandlerLoop,
   RETRY_AT_BOUND_MS,
+  type HandlerRetry,
   type HandlerRow,
   type HandlerStore,
   type LoggedEvent,
+  type SkippedAttempt,
 } from './handler-loop';
 import { OutboxEvent } from './outbox-event.entity';
+import { SkippedEvent } from './skipped-event.entity';
 
 /**
  * A handler no instance has run for this long is retired: its events are no longer written
@@ -71,7 +77,7 @@ export class EventHandlers
     for (const wrapper of this.discovery.getProviders({
       metadataKey: EventHandlerMark.KEY,
     })) {
-      const { name, events } = this.discovery.getMetadataByDecorator(
+      const { name, events, options } = this.discovery.getMetadataByDecorator(
         EventHandlerMark,
         wrapper,
       )!;
@@ -98,6 +104,7 @@ export class EventHandlers
       if (typeof handler?.handle !== 'function') {
         throw refuse('a handler has a `handle(event)` method');
       }
+      const retry = retryOf(options ?? {}, refuse);
       loops.push(
         new HandlerLoop(
           name,
@@ -108,6 +115,7 @@ export class EventHandlers
           this.logger,
           this.metrics,
           () => this.clock.now(),
+          retry,
         ),
       );
     }
@@ -121,6 +129,35 @@ export class EventHandlers
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.all(this.loops.map((loop) => loop.stop()));
   }
+}
+
+/** A handler's retry options as the loop takes them; a mistake stops the boot, naming it. */
+function retryOf(
+  options: EventHandlerOptions,
+  refuse: (problem: string) => StartupError,
+): HandlerRetry {
+  const attempts = options.attempts ?? DEFAULT_HANDLER_RETRY.attempts;
+  if (!Number.isSafeInteger(attempts) || attempts < 1 || attempts > 100) {
+    throw refuse(
+      `attempts must be a whole number from 1 to 100, got ${JSON.stringify(options.attempts)}`,
+    );
+  }
+  const firstDelayMs =
+    options.firstRetry === undefined
+      ? DEFAULT_HANDLER_RETRY.firstDelayMs
+      : typeof options.firstRetry === 'number'
+        ? options.firstRetry
+        : parseDuration(options.firstRetry);
+  if (
+    firstDelayMs === undefined ||
+    !Number.isSafeInteger(firstDelayMs) ||
+    firstDelayMs <= 0
+  ) {
+    throw refuse(
+      `firstRetry must be a duration written ${DURATION_FORMAT.source} (500ms, 1s) or a positive number of milliseconds, got ${JSON.stringify(options.firstRetry)}`,
+    );
+  }
+  return { attempts, firstDelayMs };
 }
 
 /** The handlers' rows and the event log, in SQL on both engines. */
@@ -153,8 +190,24 @@ export class SqlHandlerStore implements HandlerStore {
     return log?.lastSeq ?? 0n;
   }
 
-  row(name: string): Promise<HandlerRow | null> {
-    return this.states.findOneBy({ name });
+  private get skipped() {
+    return this.dataSource.getRepository(SkippedEvent);
+  }
+
+  async row(name: string): Promise<HandlerRow | null> {
+    const {
+      entities: [row],
+      raw: [extra],
+    } = await this.states
+      .createQueryBuilder('handler')
+      .addSelect(
+        'EXISTS (SELECT 1 FROM event_handler_skips skipped WHERE skipped.handler = handler.name AND skipped.retry_requested_at IS NOT NULL)',
+        'retries',
+      )
+      .where('handler.name = :name', { name })
+      .getRawAndEntities<{ retries: boolean | number | bigint }>();
+    if (row === undefined) return null;
+    return { ...row, retries: Number(extra.retries) === 1 };
   }
 
   async claim(
@@ -254,6 +307,89 @@ export class SqlHandlerStore implements HandlerStore {
     await this.states.update(
       { name, leasedBy: instance, cursor: LessThan(head) },
       { cursor: head },
+    );
+  }
+
+  async skip(
+    name: string,
+    instance: string,
+    event: LoggedEvent,
+    attempts: number,
+    error: string,
+    now: Date,
+  ): Promise<boolean> {
+    try {
+      await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
+        const { affected } = await this.states.update(
+          { name, leasedBy: instance, cursor: LessThan(event.seq) },
+          { cursor: event.seq, failures: 0, retryAt: null, lastError: null },
+        );
+        if (affected !== 1) throw new LeaseLost();
+        await this.skipped.insert({
+          handler: name,
+          seq: event.seq,
+          eventId: event.id,
+          type: event.type,
+          payload: event.payload,
+          createdAt: event.createdAt,
+          attempts,
+          lastError: error,
+          skippedAt: now,
+          retryRequestedAt: null,
+        });
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLost) return false;
+      throw error;
+    }
+  }
+
+  async retriesOf(name: string, limit: number): Promise<SkippedAttempt[]> {
+    const rows = await this.skipped.find({
+      where: { handler: name, retryRequestedAt: Not(IsNull()) },
+      order: { seq: 'ASC' },
+      take: limit,
+    });
+    return rows.map(({ eventId, type, seq, createdAt, payload, attempts }) => ({
+      id: eventId,
+      type,
+      seq,
+      createdAt,
+      payload,
+      attempts,
+    }));
+  }
+
+  async handleSkipped(
+    name: string,
+    instance: string,
+    seq: bigint,
+    handle: () => Promise<void>,
+  ): Promise<boolean> {
+    try {
+      await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
+        await handle();
+        const held = await this.states.countBy({ name, leasedBy: instance });
+        const { affected } = await this.skipped.delete({
+          handler: name,
+          seq,
+          retryRequestedAt: Not(IsNull()),
+        });
+        if (held !== 1 || affected !== 1) throw new LeaseLost();
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof LeaseLost) return false;
+      throw error;
+    }
+  }
+
+  async retryFailed(name: string, seq: bigint, error: string): Promise<void> {
+    await this.skipped.increment({ handler: name, seq }, 'attempts', 1);
+    await this.skipped.update(
+      { handler: name, seq },
+      { lastError: error, retryRequestedAt: null },
     );
   }
 }

@@ -6,10 +6,13 @@ import type { HandledEvent } from './event-handler.decorator';
 import {
   HANDLER_BATCH,
   HANDLER_LEASE_MS,
+  HANDLER_MAX_ATTEMPTS,
   HANDLER_POLL_MS,
   HANDLER_RETRY_BASE_MS,
+  DEFAULT_HANDLER_RETRY,
   HandlerLoop,
   retryDelayMs,
+  skippedWithinMs,
   type HandlerRow,
   type HandlerStore,
   type LoggedEvent,
@@ -61,6 +64,16 @@ class MemoryDatabase {
   }[] = [];
   /** Spans in which every call finds the database away. */
   readonly away: { from: number; to: number }[] = [];
+  /** The events given up on, in the order they were; `retry` as an operator asks. */
+  readonly skipped: {
+    event: LoggedEvent;
+    attempts: number;
+    at: number;
+    instance: string;
+    retry: boolean;
+  }[] = [];
+  /** Skipped events handled on a retry, as they committed. */
+  readonly retried: { seq: bigint; instance: string; at: number }[] = [];
 
   append(type: string): bigint {
     const seq = BigInt(this.events.length + 1);
@@ -106,12 +119,21 @@ class MemoryDatabase {
             cursor: BigInt(this.events.length),
             failures: 0,
             retryAt: null,
+            retries: false,
             leasedBy: null,
             leasedUntil: null,
           };
         }),
       head: () => call(() => BigInt(this.events.length)),
-      row: () => call(() => (this.row === null ? null : { ...this.row })),
+      row: () =>
+        call(() =>
+          this.row === null
+            ? null
+            : {
+                ...this.row,
+                retries: this.skipped.some(({ retry }) => retry),
+              },
+        ),
       claim: (_name, _instance, now, leaseMs) =>
         call(() => {
           const row = this.row!;
@@ -195,6 +217,49 @@ class MemoryDatabase {
         call(() => {
           if (holds() && this.row!.cursor < head) this.row!.cursor = head;
         }),
+      skip: (_name, _instance, event, attempts) =>
+        call(() => {
+          if (!holds() || this.row!.cursor >= event.seq) return false;
+          const row = this.row!;
+          row.cursor = event.seq;
+          row.failures = 0;
+          row.retryAt = null;
+          this.skipped.push({
+            event,
+            attempts,
+            at: Date.now(),
+            instance,
+            retry: false,
+          });
+          return true;
+        }),
+      retriesOf: (_name, limit) =>
+        call(() =>
+          this.skipped
+            .filter(({ retry }) => retry)
+            .slice(0, limit)
+            .map(({ event, attempts }) => ({ ...event, attempts })),
+        ),
+      handleSkipped: async (_name, _instance, seq, handle) => {
+        await handle();
+        return call(() => {
+          const index = this.skipped.findIndex(
+            (skipped) => skipped.event.seq === seq && skipped.retry,
+          );
+          if (!holds() || index < 0) return false;
+          this.skipped.splice(index, 1);
+          this.retried.push({ seq, instance, at: Date.now() });
+          return true;
+        });
+      },
+      retryFailed: (_name, seq) =>
+        call(() => {
+          const skipped = this.skipped.find(({ event }) => event.seq === seq);
+          if (skipped) {
+            skipped.attempts += 1;
+            skipped.retry = false;
+          }
+        }),
     };
   }
 }
@@ -237,7 +302,10 @@ interface Instance {
  */
 async function simulate(seed: number): Promise<{
   violations: string[];
-  happened: Record<'deaths' | 'outages' | 'failures' | 'takeovers', number>;
+  happened: Record<
+    'deaths' | 'outages' | 'failures' | 'takeovers' | 'skips',
+    number
+  >;
 }> {
   const random = seededRandom(seed);
   const between = (low: number, high: number) =>
@@ -299,6 +367,8 @@ async function simulate(seed: number): Promise<{
     const roll = random();
     if (roll < 0.08) failuresOf.set(seq, between(1, 4));
     else if (roll < 0.1) longFirstAttempt.add(seq);
+    // an event no attempt ever handles: skipped after its attempts, the later ones go on
+    else if (roll < 0.11) failuresOf.set(seq, Infinity);
     const fault = random();
     if (fault < 0.01) {
       // an instance dies, and another takes its place a little later
@@ -351,9 +421,10 @@ async function simulate(seed: number): Promise<{
   const inOutage = overlaps(outages);
   const inFault = overlaps([...outages, ...deaths]);
 
-  // each event of its types once, in the log's order; no other
+  // each event of its types once, in the log's order, but those that always fail; no other
+  const poisoned = (seq: bigint) => failuresOf.get(seq) === Infinity;
   const wanted = db.events
-    .filter(({ type }) => type === HANDLED)
+    .filter(({ type, seq }) => type === HANDLED && !poisoned(seq))
     .map(({ seq }) => seq);
   const handledSeqs = db.effects.map(({ seq }) => seq);
   if (handledSeqs.join() !== wanted.join()) {
@@ -377,12 +448,45 @@ async function simulate(seed: number): Promise<{
     );
   }
 
-  // no attempt at an event before every earlier one has committed
+  // each event that always fails skipped once, after exactly its attempts, and within the
+  // promised time of its first failure (its pauses, and a poll and a turn for each attempt)
+  const skippedSeqs = db.skipped.map(({ event }) => event.seq);
+  const mustSkip = db.events
+    .filter(({ type, seq }) => type === HANDLED && poisoned(seq))
+    .map(({ seq }) => seq);
+  if (skippedSeqs.join() !== mustSkip.join()) {
+    violations.push(
+      `skipped ${skippedSeqs.join(',') || 'none'}, not the events that always fail: ${mustSkip.join(',') || 'none'}`,
+    );
+  }
+  for (const skipped of db.skipped) {
+    const where = `event ${skipped.event.seq}, skipped at ${skipped.at - START} ms`;
+    if (skipped.attempts !== HANDLER_MAX_ATTEMPTS) {
+      violations.push(`${where} after ${skipped.attempts} attempts`);
+    }
+    const first = db.attempts.find(({ seq }) => seq === skipped.event.seq)!;
+    const bound =
+      first.at +
+      skippedWithinMs(DEFAULT_HANDLER_RETRY) +
+      HANDLER_MAX_ATTEMPTS * (HANDLER_POLL_MS + SLACK_MS);
+    if (!inFault(first.at, bound) && skipped.at > bound) {
+      violations.push(
+        `${where}, past ${bound - START} ms (its first attempt at ${first.at - START} ms)`,
+      );
+    }
+  }
+
+  // no attempt at an event before every earlier one has committed or been skipped
   for (const attempt of db.attempts) {
-    const earlier = db.effects.filter(
-      ({ seq, at }) => seq < attempt.seq && at <= attempt.at,
+    const earlier =
+      db.effects.filter(({ seq, at }) => seq < attempt.seq && at <= attempt.at)
+        .length +
+      db.skipped.filter(
+        ({ event, at }) => event.seq < attempt.seq && at <= attempt.at,
+      ).length;
+    const due = [...wanted, ...mustSkip].filter(
+      (seq) => seq < attempt.seq,
     ).length;
-    const due = wanted.filter((seq) => seq < attempt.seq).length;
     if (earlier !== due) {
       violations.push(
         `event ${attempt.seq} tried at ${attempt.at - START} ms by ${attempt.instance}, with ${due - earlier} before it not handled`,
@@ -449,9 +553,10 @@ async function simulate(seed: number): Promise<{
     const tries = db.attempts.filter(({ seq }) => seq === event.seq);
     const effect = db.effects.find(({ seq }) => seq === event.seq);
     if (!effect || tries.length !== 1) continue;
-    const waitedFor = db.effects.filter(
-      ({ seq, at }) => seq < event.seq && at > event.appendedAt,
-    ).length;
+    const waitedFor = [
+      ...db.effects,
+      ...db.skipped.map(({ event: { seq }, at }) => ({ seq, at })),
+    ].filter(({ seq, at }) => seq < event.seq && at > event.appendedAt).length;
     if (waitedFor > 0 || inFault(event.appendedAt, effect.at)) continue;
     const own = tries[0].endedAt! - tries[0].at;
     if (effect.at - event.appendedAt > HANDLER_POLL_MS + own + SLACK_MS) {
@@ -467,6 +572,7 @@ async function simulate(seed: number): Promise<{
       outages: outages.length,
       failures: db.failures.length,
       takeovers: db.attempts.filter(({ outcome }) => outcome === 'lost').length,
+      skips: db.skipped.length,
     },
   };
 }
@@ -488,7 +594,13 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     'keeps every invariant over seeds %i to +9: once, in order, retries and takeovers on time',
     async (first) => {
       const broken: string[] = [];
-      const happened = { deaths: 0, outages: 0, failures: 0, takeovers: 0 };
+      const happened = {
+        deaths: 0,
+        outages: 0,
+        failures: 0,
+        takeovers: 0,
+        skips: 0,
+      };
       for (let seed = first; seed < first + 10; seed += 1) {
         jest.setSystemTime(START);
         const run = await simulate(seed);
@@ -507,12 +619,64 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
         outages: expect.any(Number),
         failures: expect.any(Number),
         takeovers: expect.any(Number),
+        skips: expect.any(Number),
       });
       for (const count of Object.values(happened)) {
         expect(count).toBeGreaterThan(0);
       }
     },
   );
+
+  it('skips an event after its attempts, about a minute after its first failure, goes on with the next, and handles it when an operator asks', async () => {
+    const db = new MemoryDatabase();
+    let healed = false;
+    const handler = {
+      handle: ({ seq }: HandledEvent) =>
+        seq === 1n && !healed
+          ? Promise.reject(new Error('the handler cannot take this event'))
+          : Promise.resolve(),
+    };
+    const loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      handler,
+      db.storeOf('a', () => false),
+      'a',
+      new Logger('EventHandlers'),
+      new Metrics(false),
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    db.append(HANDLED);
+    loop.start();
+    // six pauses of 1, 2, 4, 8, 16 and 32 s: the seventh attempt is 63 s after the first
+    expect(skippedWithinMs(DEFAULT_HANDLER_RETRY)).toBe(63_000);
+    await jest.advanceTimersByTimeAsync(62_000);
+    expect(db.skipped).toEqual([]);
+    // each attempt within a poll of its pause's end
+    await jest.advanceTimersByTimeAsync(
+      1000 + HANDLER_MAX_ATTEMPTS * HANDLER_POLL_MS,
+    );
+    expect(db.skipped).toMatchObject([
+      { event: { seq: 1n }, attempts: HANDLER_MAX_ATTEMPTS, retry: false },
+    ]);
+    // the event after it goes on at once
+    expect(db.effects.map(({ seq }) => seq)).toEqual([2n]);
+    expect(db.row!.cursor).toBe(2n);
+    // a retry that fails again leaves it skipped, one attempt more
+    db.skipped[0].retry = true;
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(db.skipped).toMatchObject([
+      { attempts: HANDLER_MAX_ATTEMPTS + 1, retry: false },
+    ]);
+    // once the handler is fixed, a retry handles it, and it is skipped no longer
+    healed = true;
+    db.skipped[0].retry = true;
+    await jest.advanceTimersByTimeAsync(1000);
+    await loop.stop();
+    expect(db.skipped).toEqual([]);
+    expect(db.retried.map(({ seq }) => seq)).toEqual([1n]);
+  });
 
   it('counts the failures of each event from its own first, whatever the events before it failed', async () => {
     const db = new MemoryDatabase();
@@ -635,7 +799,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     await jest.advanceTimersByTimeAsync(5000);
     await loop.stop();
     expect(errors.mock.calls.map(([, message]) => message as string)).toEqual([
-      'event handler care.plant-deleted failed at plant.deleted evt_1 (its place in the log: 1), attempt 1; the events after it wait, and it is tried again in 1 s',
+      'event handler care.plant-deleted failed at plant.deleted evt_1 (its place in the log: 1), attempt 1 of 7; the events after it wait, and it is tried again in 1 s',
     ]);
     expect(db.failures.map(({ error }) => error.length)).toEqual([1000]);
     const runs = (await metrics.eventHandlerRuns.get()).values;

@@ -17,6 +17,26 @@ export const HANDLER_LEASE_MS = 30_000;
 /** The pause after a handler's first failure at an event, doubling up to HANDLER_MAX_RETRY_MS. */
 export const HANDLER_RETRY_BASE_MS = 1000;
 export const HANDLER_MAX_RETRY_MS = 300_000;
+/**
+ * Attempts at one event before a handler skips it, unless it says: with the 1 s doubling pause,
+ * the last comes 63 s after the first failure.
+ */
+export const HANDLER_MAX_ATTEMPTS = 7;
+/** Skipped events an operator asked to retry that one turn handles at most. */
+export const RETRIES_PER_TURN = 10;
+
+/** How a handler retries an event, and when it gives up on it. */
+export interface HandlerRetry {
+  /** Attempts at one event before it is skipped: kept aside, and the events after it handled. */
+  attempts: number;
+  /** The pause after the first failure, doubling up to HANDLER_MAX_RETRY_MS. */
+  firstDelayMs: number;
+}
+
+export const DEFAULT_HANDLER_RETRY: HandlerRetry = {
+  attempts: HANDLER_MAX_ATTEMPTS,
+  firstDelayMs: HANDLER_RETRY_BASE_MS,
+};
 /** The longest an instance waits for a retry before it looks at the row again. */
 const RETRY_LOOK_MS = HANDLER_POLL_MS * 8;
 /**
@@ -33,11 +53,23 @@ export function retryPending(retryAt: Date | null, now: Date): boolean {
 }
 
 /** The pause before the next attempt after `failures` failed attempts in a row. */
-export function retryDelayMs(failures: number): number {
+export function retryDelayMs(
+  failures: number,
+  firstDelayMs = HANDLER_RETRY_BASE_MS,
+): number {
   return Math.min(
     HANDLER_MAX_RETRY_MS,
-    HANDLER_RETRY_BASE_MS * 2 ** Math.max(0, failures - 1),
+    firstDelayMs * 2 ** Math.min(Math.max(0, failures - 1), 30),
   );
+}
+
+/** How long after its first failure an event is skipped at the latest, polls aside. */
+export function skippedWithinMs(retry: HandlerRetry): number {
+  let total = 0;
+  for (let failures = 1; failures < retry.attempts; failures += 1) {
+    total += retryDelayMs(failures, retry.firstDelayMs);
+  }
+  return total;
 }
 
 /** Where a handler stands, as its row says. */
@@ -46,6 +78,8 @@ export interface HandlerRow {
   /** Failed attempts in a row at the event after the cursor. */
   failures: number;
   retryAt: Date | null;
+  /** Whether an operator asked for a skipped event to be tried again (`events retry`). */
+  retries: boolean;
 }
 
 /** An event of the log as a handler reads it, its payload still JSON. */
@@ -109,13 +143,47 @@ export interface HandlerStore {
   ): Promise<void>;
   /** The cursor up to `head`, past the events of other types, if it is behind it. */
   passTo(name: string, instance: string, head: bigint): Promise<void>;
+  /**
+   * Gives up on `event` after `attempts` failed ones: keeps it among the skipped events and
+   * moves the cursor past it, in one transaction; false when the instance no longer holds the
+   * lease or the cursor is already past it.
+   */
+  skip(
+    name: string,
+    instance: string,
+    event: LoggedEvent,
+    attempts: number,
+    error: string,
+    now: Date,
+  ): Promise<boolean>;
+  /** The skipped events an operator asked to retry, oldest first, `limit` at most. */
+  retriesOf(name: string, limit: number): Promise<SkippedAttempt[]>;
+  /**
+   * Runs `handle` for a skipped event and drops it from the skipped ones, in one transaction;
+   * false, rolled back, when the instance no longer holds the lease or the retry was handled.
+   */
+  handleSkipped(
+    name: string,
+    instance: string,
+    seq: bigint,
+    handle: () => Promise<void>,
+  ): Promise<boolean>;
+  /** A requested retry failed: the event stays skipped, one attempt more, no retry asked. */
+  retryFailed(name: string, seq: bigint, error: string): Promise<void>;
+}
+
+/** A skipped event with the attempts it has had. */
+export interface SkippedAttempt extends LoggedEvent {
+  attempts: number;
 }
 
 /**
  * One handler on one instance (docs/decisions.md, "Reacting to events"): each turn reads the
  * events past its cursor, takes the lease, and handles them in order, each in a transaction
- * that also moves the cursor. Its clock is the database's (DatabaseClock), its timers the
- * process's own: the simulation fakes both.
+ * that also moves the cursor. An event that fails `retry.attempts` times is skipped: kept
+ * aside for an operator (`events skipped`, `events retry`), and the events after it handled.
+ * Its clock is the database's (DatabaseClock), its timers the process's own: the simulation
+ * fakes both.
  */
 export class HandlerLoop {
   private readonly stopping = new AbortController();
@@ -132,6 +200,7 @@ export class HandlerLoop {
     private readonly metrics: Metrics,
     /** The database's time (DatabaseClock), in ms since the epoch. */
     private readonly now: () => number = Date.now,
+    private readonly retry: HandlerRetry = DEFAULT_HANDLER_RETRY,
   ) {}
 
   declare(): Promise<void> {
@@ -172,11 +241,15 @@ export class HandlerLoop {
     const head = await this.store.head();
     const row = await this.store.row(this.name);
     if (row === null) return HANDLER_POLL_MS;
+    this.metrics.eventHandlerLag.set(
+      { handler: this.name },
+      Number(head > row.cursor ? head - row.cursor : 0n),
+    );
     const now = new Date(this.now());
     if (retryPending(row.retryAt, now)) {
       return Math.min(row.retryAt!.getTime() - now.getTime(), RETRY_LOOK_MS);
     }
-    if (row.cursor >= head) return HANDLER_POLL_MS;
+    if (row.cursor >= head && !row.retries) return HANDLER_POLL_MS;
     if (
       !(await this.store.claim(this.name, this.instance, now, HANDLER_LEASE_MS))
     ) {
@@ -186,7 +259,9 @@ export class HandlerLoop {
       // read again, held: the instance that held it until the claim may have moved the cursor
       // since the read above, and the events up to it are handled
       const held = await this.store.row(this.name);
-      if (held === null || held.cursor >= head) return HANDLER_POLL_MS;
+      if (held === null) return HANDLER_POLL_MS;
+      if (held.retries) await this.retrySkipped();
+      if (held.cursor >= head) return HANDLER_POLL_MS;
       return await this.handleFrom(held, head);
     } finally {
       await this.store.release(this.name, this.instance).catch(() => undefined);
@@ -222,18 +297,53 @@ export class HandlerLoop {
     return HANDLER_POLL_MS;
   }
 
+  /** The skipped events an operator asked to retry, each once, in one transaction each. */
+  private async retrySkipped(): Promise<void> {
+    for (const event of await this.store.retriesOf(
+      this.name,
+      RETRIES_PER_TURN,
+    )) {
+      if (this.stopping.signal.aborted) return;
+      try {
+        const handled = await this.store.handleSkipped(
+          this.name,
+          this.instance,
+          event.seq,
+          () => this.handler.handle(handledEventOf(event)),
+        );
+        if (!handled) return;
+        this.metrics.eventHandlerRuns.inc({
+          handler: this.name,
+          outcome: 'handled',
+        });
+        this.logger.log(
+          `event handler ${this.name} handled ${event.type} ${event.id} (its place in the log: ${event.seq}), skipped after ${event.attempts} attempts, on the retry asked for`,
+        );
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        this.metrics.eventHandlerRuns.inc({
+          handler: this.name,
+          outcome: 'failed',
+        });
+        await this.store.retryFailed(
+          this.name,
+          event.seq,
+          message.slice(0, 1000),
+        );
+        this.logger.error(
+          error,
+          `event handler ${this.name} failed again at ${event.type} ${event.id} (its place in the log: ${event.seq}) on the retry asked for; it stays skipped`,
+        );
+      }
+    }
+  }
+
   /** One event, and the cursor past it, in one transaction; on a failure, when to look again. */
   private async handleOne(
     event: LoggedEvent,
     failures: number,
   ): Promise<number | undefined> {
-    const handled: HandledEvent = {
-      id: event.id,
-      type: event.type,
-      seq: event.seq,
-      createdAt: event.createdAt,
-      payload: parseLosslessJson(event.payload),
-    };
+    const handled = handledEventOf(event);
     try {
       const held = await this.store.handleOne(
         this.name,
@@ -250,12 +360,16 @@ export class HandlerLoop {
       return undefined;
     } catch (error) {
       const attempt = failures + 1;
-      const delay = retryDelayMs(attempt);
+      const delay = retryDelayMs(attempt, this.retry.firstDelayMs);
       const message = error instanceof Error ? error.message : String(error);
       this.metrics.eventHandlerRuns.inc({
         handler: this.name,
         outcome: 'failed',
       });
+      const unavailable = isDatabaseUnavailable(error) || isDatabaseBusy(error);
+      if (attempt >= this.retry.attempts && !unavailable) {
+        return this.skip(event, attempt, error, message);
+      }
       await this.store.failed(
         this.name,
         this.instance,
@@ -263,13 +377,51 @@ export class HandlerLoop {
         new Date(this.now() + delay),
         message.slice(0, 1000),
       );
-      if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
+      if (!unavailable) {
         this.logger.error(
           error,
-          `event handler ${this.name} failed at ${handled.type} ${handled.id} (its place in the log: ${handled.seq}), attempt ${attempt}; the events after it wait, and it is tried again in ${Math.round(delay / 1000)} s`,
+          `event handler ${this.name} failed at ${handled.type} ${handled.id} (its place in the log: ${handled.seq}), attempt ${attempt} of ${this.retry.attempts}; the events after it wait, and it is tried again in ${Math.round(delay / 1000)} s`,
         );
       }
       return delay;
     }
   }
+
+  /** Gives up on an event after its last attempt; says when to look again (at once). */
+  private async skip(
+    event: LoggedEvent,
+    attempts: number,
+    error: unknown,
+    message: string,
+  ): Promise<number> {
+    const skipped = await this.store.skip(
+      this.name,
+      this.instance,
+      event,
+      attempts,
+      message.slice(0, 1000),
+      new Date(this.now()),
+    );
+    if (!skipped) return HANDLER_POLL_MS;
+    this.metrics.eventHandlerRuns.inc({
+      handler: this.name,
+      outcome: 'skipped',
+    });
+    this.logger.error(
+      error,
+      `event handler ${this.name} gave up on ${event.type} ${event.id} (its place in the log: ${event.seq}) after ${attempts} attempts, and goes on with the events after it; the event is kept: \`events skipped\` lists it, \`events retry ${this.name} ${event.seq}\` tries it again (docs/operations.md, "Skipped events")`,
+    );
+    return 0;
+  }
+}
+
+/** An event of the log as a handler is handed it, its payload parsed. */
+function handledEventOf(event: LoggedEvent): HandledEvent {
+  return {
+    id: event.id,
+    type: event.type,
+    seq: event.seq,
+    createdAt: event.createdAt,
+    payload: parseLosslessJson(event.payload),
+  };
 }

@@ -119,8 +119,15 @@ export class Metrics {
 
   readonly eventHandlerRuns = new Counter({
     name: 'plant_store_event_handler_events_total',
-    help: 'Events handled by in-process event handlers on this instance, by handler and outcome: handled, failed (tried again later)',
+    help: 'Events handled by in-process event handlers on this instance, by handler and outcome: handled, failed (tried again later), skipped (given up on after its attempts, kept for a retry)',
     labelNames: ['handler', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly eventHandlerLag = new Gauge({
+    name: 'plant_store_event_handler_lag_events',
+    help: "Events in the log past each in-process event handler's cursor, as this instance last read them (0 while it keeps up)",
+    labelNames: ['handler'] as const,
     registers: [this.registry],
   });
 
