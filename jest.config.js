@@ -28,6 +28,7 @@ const ENGINE_INDEPENDENT = [
   'dependency-partitions',
   'deployment',
   'faults',
+  'full-disk',
   // the identity provider's tokens: one engine shows them (test/oidc.e2e-spec.ts)
   'oidc',
   'openapi',

@@ -151,4 +151,68 @@ describe('ConnectionGate', () => {
     await acquiring;
     expect(gate.holder).toBe(next);
   });
+
+  describe('bounded by DB_BUSY_TIMEOUT', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('refuses, busy, each wait that lasts its bound behind a holder that never lets go, in the order they came', async () => {
+      const gate = new ConnectionGate(10_000);
+      await gate.acquire({});
+      const outcomes: string[] = [];
+      const waiting = (name: string, work: Promise<unknown>) =>
+        work.then(
+          () => outcomes.push(`${name} ran`),
+          (error: Error) => outcomes.push(`${name}: ${error.name}`),
+        );
+      const first = waiting(
+        'first',
+        gate.statement(() => Promise.resolve()),
+      );
+      await jest.advanceTimersByTimeAsync(4000);
+      const second = waiting('second', gate.acquire({}));
+      await jest.advanceTimersByTimeAsync(5999);
+      expect(outcomes).toEqual([]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(outcomes).toEqual(['first: DatabaseBusyError']);
+      await jest.advanceTimersByTimeAsync(3999);
+      expect(outcomes).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      await Promise.all([first, second]);
+      expect(outcomes).toEqual([
+        'first: DatabaseBusyError',
+        'second: DatabaseBusyError',
+      ]);
+      expect(gate.waiting).toBe(0);
+    });
+
+    it('lets in the statements behind a transaction refused at its bound', async () => {
+      const gate = new ConnectionGate(10_000);
+      const log: string[] = [];
+      const a = step(log, 'a');
+      const running = gate.statement(a.run);
+      const refused = gate.acquire({}).catch((error: Error) => error.name);
+      await jest.advanceTimersByTimeAsync(1000);
+      const b = step(log, 'b');
+      const behind = gate.statement(b.run);
+      await jest.advanceTimersByTimeAsync(9000);
+      expect(await refused).toBe('DatabaseBusyError');
+      expect(log).toEqual(['a starts', 'b starts']);
+      a.finish();
+      b.finish();
+      await Promise.all([running, behind]);
+    });
+
+    it('never refuses a wait that was let in before its bound', async () => {
+      const gate = new ConnectionGate(10_000);
+      const owner = {};
+      await gate.acquire(owner);
+      const statement = gate.statement(() => Promise.resolve('ran'));
+      await jest.advanceTimersByTimeAsync(9000);
+      gate.release(owner);
+      await expect(statement).resolves.toBe('ran');
+      await jest.advanceTimersByTimeAsync(20_000);
+      expect(gate.busy).toBe(false);
+    });
+  });
 });

@@ -1,6 +1,11 @@
+import { DatabaseBusyError } from './database-errors';
+
 interface Waiter {
   holder: object | undefined;
   resume: () => void;
+  refuse: (error: Error) => void;
+  /** When it stops waiting (Date.now()): waiters come in order, so the first's is the earliest. */
+  deadline: number;
 }
 
 /**
@@ -17,11 +22,17 @@ interface Waiter {
  *   come, first served, so neither kind starves the other.
  * - The holder's own statements do not come through `statement`: the data source tells them
  *   apart (portable-data-source.ts) and runs them directly.
+ * - No wait is endless: one that lasts `timeoutMs` (DB_BUSY_TIMEOUT) ends in DatabaseBusyError
+ *   (503 busy, nothing changed), whatever holds the connection. One timer serves the line: its
+ *   first waiter's deadline is the earliest.
  */
 export class ConnectionGate {
   private inFlight = 0;
   private current: object | undefined;
   private readonly queue: Waiter[] = [];
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly timeoutMs = Infinity) {}
 
   /** Whether a statement would wait: what the hot path checks before anything else. */
   get busy(): boolean {
@@ -85,7 +96,39 @@ export class ConnectionGate {
   }
 
   private wait(holder: object | undefined): Promise<void> {
-    return new Promise((resume) => this.queue.push({ holder, resume }));
+    return new Promise((resume, refuse) => {
+      this.queue.push({
+        holder,
+        resume,
+        refuse,
+        deadline: Date.now() + this.timeoutMs,
+      });
+      if (this.timer === undefined) this.watchDeadlines();
+    });
+  }
+
+  /** A timer for the first waiter's deadline; the waiters past theirs, refused. */
+  private watchDeadlines(): void {
+    this.timer = undefined;
+    const now = Date.now();
+    let refused = false;
+    while (this.queue.length > 0 && this.queue[0].deadline <= now) {
+      refused = true;
+      this.queue
+        .shift()!
+        .refuse(
+          new DatabaseBusyError(
+            `SQLite's connection did not come free within ${this.timeoutMs} ms`,
+          ),
+        );
+    }
+    // a transaction refused at the head may have held back statements that can go now
+    if (refused) this.admit();
+    const first = this.queue[0];
+    if (first === undefined || !Number.isFinite(first.deadline)) return;
+    this.timer = setTimeout(() => this.watchDeadlines(), first.deadline - now);
+    // a waiting request keeps the process alive by its connection, not by this timer
+    this.timer.unref();
   }
 
   /** Lets in, in order, every statement up to the next transaction, then that transaction. */

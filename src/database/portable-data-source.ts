@@ -661,7 +661,7 @@ export class PortableDataSource extends DataSource {
    * other, never inside another request's transaction. The holder's own pass at once.
    */
   private gateSqliteConnection(): void {
-    const gate = new ConnectionGate();
+    const gate = new ConnectionGate(this.contention.timeoutMs);
     const shared = this.driver.createQueryRunner('master');
     const run = this.observed(shared.query.bind(shared));
     const gatedQuery = (holds: () => boolean) =>
@@ -693,11 +693,31 @@ export class PortableDataSource extends DataSource {
     gatedQuery,
   }: SqliteConnection): QueryRunner {
     const session = Object.create(shared) as QueryRunner;
+    const connection = (
+      this.driver as unknown as {
+        databaseConnection: { inTransaction: boolean };
+      }
+    ).databaseConnection;
+    // SQLite rolls a transaction back by itself after SQLITE_FULL, SQLITE_IOERR or
+    // SQLITE_NOMEM: its COMMIT fails, and so does the ROLLBACK after it, and TypeORM goes on
+    // believing in the transaction. A session that did so held the gate for ever, and every
+    // request after it waited without end (a full disk, issue 60): the connection says
+    // whether a transaction is still open, and a session without one lets the gate go.
     const endOf =
       (end: 'commitTransaction' | 'rollbackTransaction') =>
       async (): Promise<void> => {
         try {
           await shared[end].call(session);
+        } catch (error) {
+          if (!session.isTransactionActive || connection.inTransaction) {
+            throw error;
+          }
+          Object.assign(session, {
+            isTransactionActive: false,
+            transactionDepth: 0,
+          });
+          // nothing is left to roll back: the rollback is done
+          if (end === 'commitTransaction') throw error;
         } finally {
           if (!session.isTransactionActive) gate.release(session);
         }

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Logger, ServiceUnavailableException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { ShutdownGate } from './shutdown-gate';
+import { CLOSE_AFTER_CUT_MS, ShutdownGate } from './shutdown-gate';
 
 describe('ShutdownGate', () => {
   beforeAll(() => {
@@ -70,6 +70,29 @@ describe('ShutdownGate', () => {
       );
     } finally {
       warn.mockRestore();
+      error.mockRestore();
+    }
+  });
+
+  it('ends CLOSE_AFTER_CUT_MS after the cut when the close never finishes (a hook waiting for ever), saying so', async () => {
+    const error = jest.spyOn(Logger.prototype, 'error');
+    const closeAllConnections = jest.fn();
+    const app = {
+      getHttpServer: () => ({ closeAllConnections }),
+      close: () => new Promise<void>(() => undefined),
+    } as unknown as INestApplication;
+    try {
+      const started = performance.now();
+      await expect(
+        new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+      ).resolves.toBe('cut');
+      const took = performance.now() - started;
+      expect(took).toBeGreaterThanOrEqual(50 + CLOSE_AFTER_CUT_MS - 5);
+      expect(closeAllConnections).toHaveBeenCalled();
+      expect(error).toHaveBeenLastCalledWith(
+        `the service had not closed ${CLOSE_AFTER_CUT_MS} ms after its requests were cut: it ends without waiting longer (a shutdown hook or the database still waits)`,
+      );
+    } finally {
       error.mockRestore();
     }
   });

@@ -16,6 +16,13 @@ export interface ShutdownTimings {
   graceMs: number;
 }
 
+/**
+ * After requests were cut, how long the rest of the close (lifecycle hooks, the database's
+ * connections) may take before the process ends without it: a close that waits on something
+ * that never answers must not keep a stopped service alive (it once lived 656 s to SIGKILL).
+ */
+export const CLOSE_AFTER_CUT_MS = 2000;
+
 /** The 503 of every request refused while the service shuts down, readiness included. */
 export const SHUTTING_DOWN_MESSAGE = 'the service is shutting down';
 
@@ -79,7 +86,20 @@ export class ShutdownGate {
         `requests were still running ${graceMs} ms after shutdown began; cutting them`,
       );
       server.closeAllConnections();
-      await closed;
+      const finished = await Promise.race([
+        closed.then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((resolve) =>
+          setTimeout(() => resolve(false), CLOSE_AFTER_CUT_MS).unref(),
+        ),
+      ]);
+      if (!finished) {
+        this.logger.error(
+          `the service had not closed ${CLOSE_AFTER_CUT_MS} ms after its requests were cut: it ends without waiting longer (a shutdown hook or the database still waits)`,
+        );
+      }
     }
     return outcome;
   }
