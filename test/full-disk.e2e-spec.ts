@@ -84,7 +84,7 @@ describe('a transaction SQLite rolled back by itself', () => {
 
   beforeAll(async () => {
     testApp = await startTestApp();
-    dataSource = testApp.app.get(DataSource) as PortableDataSource;
+    dataSource = testApp.app.get(DataSource);
   });
 
   afterAll(() => testApp.close());
