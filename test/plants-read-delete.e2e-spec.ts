@@ -2,6 +2,7 @@ import {
   pageStatements,
   POSTGRES_LONG_TAG_KEY,
 } from '../src/plants/plants.repository';
+import { MAX_TAG_BYTES } from '../src/plants/dto/create-plant.dto';
 import { freePort } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
@@ -164,7 +165,7 @@ describe('listing, reading and deleting plants', () => {
     );
   });
 
-  describe('tags of any length', () => {
+  describe('long tags', () => {
     // PostgreSQL's btree refuses an entry over 2704 bytes: a tag that long must not reach one.
     // 1000 CJK characters are 3000 bytes of UTF-8, and still fit a URL once percent-encoded.
     const long = (seed: string) =>
@@ -200,6 +201,32 @@ describe('listing, reading and deleting plants', () => {
         ),
       ).toEqual([[ids[2], true]]);
       for (const id of ids) await remove(`/plants/${id}`).expect(204);
+    });
+
+    it('takes a tag of MAX_TAG_BYTES, which a list finds, and refuses one a byte longer, which no list could carry', async () => {
+      // two bytes a character: percent-encoded, six characters each
+      const longest = 'é'.repeat(MAX_TAG_BYTES / 2);
+      await create(
+        JSON.stringify({ id: 900010, name: 'longest', tag: longest }),
+      );
+      const found = await get(
+        `/plants?tag=${encodeURIComponent(longest)}`,
+      ).expect(200);
+      expect((found.body as { id: number }[]).map(({ id }) => id)).toEqual([
+        900010,
+      ]);
+      const refused = await testApp
+        .http()
+        .post('/plants')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ id: 900011, name: 'too long', tag: `${longest}x` })
+        .expect(400);
+      expect(refused.body).toEqual({
+        error: 400,
+        message: `tag is ${MAX_TAG_BYTES + 1} bytes of UTF-8, more than the ${MAX_TAG_BYTES} it may be: a tag must fit the query that lists by it (GET /plants?tag=), percent-encoded`,
+      });
+      await get('/plants/900011').expect(404);
+      await remove('/plants/900010').expect(204);
     });
   });
 

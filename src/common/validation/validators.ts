@@ -57,6 +57,31 @@ export function IsUnicodeString(
 }
 
 /**
+ * A string of at most `max` bytes once written as UTF-8, for `because` (said in the refusal);
+ * anything else is left to the property's other rules.
+ */
+export function MaxUtf8Bytes(
+  max: number,
+  because: string,
+  options?: ValidationOptions,
+): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'maxUtf8Bytes',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value !== 'string' ||
+          value.length <= max / 3 ||
+          Buffer.byteLength(value, 'utf8') <= max,
+        defaultMessage: (args) =>
+          `${args?.property ?? 'the text'} is ${Buffer.byteLength(String(args?.value), 'utf8')} bytes of UTF-8, more than the ${max} it may be: ${because}`,
+      },
+    },
+    options,
+  );
+}
+
+/**
  * Text that both engines hold: PostgreSQL's text cannot hold U+0000, which SQLite can, so a
  * module's field refuses it on either, as `^[^\u0000]*$` (its schema's pattern) says.
  */
