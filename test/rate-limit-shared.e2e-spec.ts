@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import {
@@ -175,6 +176,34 @@ describeWithRedis('Redis on a busy event loop', () => {
       expect(counters.answers).toBe(true);
     } finally {
       await counters.onModuleDestroy();
+    }
+  });
+
+  it('closes with Redis up without logging an outage, though requests in flight still ask it', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const counters = new RedisCounters({
+      url: TEST_REDIS_URL,
+      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
+      timeoutMs: 1000,
+    });
+    try {
+      await counters.onModuleInit();
+      await untilAnswering(counters);
+      const rule = { windowMs: 60_000, limit: 10, blockMs: 0 };
+      // a hit sent as the close begins, and one after it: a request in the shutdown's grace
+      const during = counters.hit('closing', rule);
+      const closed = counters.onModuleDestroy();
+      const after = counters.hit('closing', rule);
+      await Promise.allSettled([during, after]);
+      await closed;
+      await expect(after).rejects.toThrow('closing its Redis connection');
+      expect(
+        warn.mock.calls.filter(([message]) =>
+          String(message).startsWith('Redis'),
+        ),
+      ).toEqual([]);
+    } finally {
+      warn.mockRestore();
     }
   });
 

@@ -46,6 +46,9 @@ interface CountingRedis extends Redis {
 
 /** What a command gets while Redis is not asked: RateLimiter lets the request through. */
 const NOT_ASKED = new Error('Redis failed lately: not asked');
+const CLOSING = new Error(
+  'the service is closing its Redis connection: not asked',
+);
 
 export interface RedisCountersOptions {
   url: string;
@@ -76,6 +79,12 @@ export class RedisCounters
   private retryAt = 0;
   /** A command is asking a failing Redis whether it is back; the others do not wait for it. */
   private probing = false;
+  /**
+   * From the close on: requests still in flight during the shutdown's grace are not counted,
+   * and the connection's end is no outage (an instance closing logged "Redis does not answer"
+   * with Redis up).
+   */
+  private closing = false;
 
   constructor(
     { url, keyPrefix, timeoutMs }: RedisCountersOptions,
@@ -94,7 +103,9 @@ export class RedisCounters
       disconnectTimeout: 0,
     }) as CountingRedis;
     this.redis.defineCommand('hit', { numberOfKeys: 2, lua: HIT_SCRIPT });
-    this.redis.on('error', (error: Error) => this.state.wentAway(error));
+    this.redis.on('error', (error: Error) => {
+      if (!this.closing) this.state.wentAway(error);
+    });
     const answers = () => this.answers;
     metrics?.gauge(
       'plant_store_redis_up',
@@ -144,6 +155,7 @@ export class RedisCounters
 
   /** QUIT lets answers in flight arrive; a Redis that does not answer cannot hold the shutdown. */
   async onModuleDestroy(): Promise<void> {
+    this.closing = true;
     try {
       await answerWithin(this.redis.quit(), this.timeoutMs);
     } catch {
@@ -157,6 +169,7 @@ export class RedisCounters
    * partition a request waits for a timeout once, not at every Redis call of every request.
    */
   private async answered<T>(send: () => Promise<T>): Promise<T> {
+    if (this.closing) throw CLOSING;
     const failing = this.retryAt > 0;
     if (failing && (Date.now() < this.retryAt || this.probing)) {
       throw NOT_ASKED;
@@ -168,6 +181,7 @@ export class RedisCounters
       this.state.cameBack();
       return result;
     } catch (error) {
+      if (this.closing) throw error;
       this.retryAt = Date.now() + this.retryAfterMs;
       this.state.wentAway(error);
       throw error;
