@@ -217,6 +217,42 @@ describe(`retention of events and deliveries (${process.env.TEST_ENGINE ?? 'sqli
       .update({ id: subscriptionId }, { pausedUntil: null });
   });
 
+  it('brings back to now the retry, claim and pause times stored further ahead than any instance sets them, and no other', async () => {
+    await dataSource.getRepository(WebhookDelivery).clear();
+    await dataSource.getRepository(OutboxEvent).clear();
+    await events(3, HOUR, 'pending');
+    const deliveries = dataSource.getRepository(WebhookDelivery);
+    const [far, near, claimed] = await deliveries.find({
+      order: { eventId: 'ASC' },
+    });
+    const years = new Date(Date.now() + 3650 * DAY);
+    // what an instance whose clock ran ten years ahead wrote, beside what a right one did
+    await deliveries.update({ id: far.id }, { nextAttemptAt: years });
+    const soon = new Date(Date.now() + 60_000);
+    await deliveries.update({ id: near.id }, { nextAttemptAt: soon });
+    await deliveries.update({ id: claimed.id }, { claimedUntil: years });
+    const subscriptions = dataSource.getRepository(WebhookSubscription);
+    await subscriptions.update({ id: subscriptionId }, { pausedUntil: years });
+
+    const now = new Date();
+    const retention = testApp.app.get(RetentionService);
+    expect(await retention.pullBackTimesAhead(now)).toBe(3);
+    expect(await deliveries.findOneByOrFail({ id: far.id })).toMatchObject({
+      nextAttemptAt: now,
+    });
+    expect(await deliveries.findOneByOrFail({ id: near.id })).toMatchObject({
+      nextAttemptAt: soon,
+    });
+    expect(
+      (await deliveries.findOneByOrFail({ id: claimed.id })).claimedUntil,
+    ).toBeNull();
+    expect(
+      (await subscriptions.findOneByOrFail({ id: subscriptionId })).pausedUntil,
+    ).toEqual(now);
+    expect(await retention.pullBackTimesAhead(new Date())).toBe(0);
+    await subscriptions.update({ id: subscriptionId }, { pausedUntil: null });
+  });
+
   it('runs by itself every RETENTION_INTERVAL', async () => {
     const ticking = await startTestApp({
       env: { EVENTS_RETENTION: '1d', RETENTION_INTERVAL: '100ms' },

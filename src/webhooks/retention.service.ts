@@ -4,6 +4,7 @@ import {
   In,
   IsNull,
   LessThan,
+  MoreThan,
   Not,
   Repository,
   type ObjectLiteral,
@@ -12,7 +13,9 @@ import {
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { EventHandlerState } from '../events/event-handler.entity';
 import { HANDLER_RETIRED_AFTER_MS } from '../events/event-handlers';
+import { STORED_TIME_SLACK_MS } from '../database/database-clock';
 import { OutboxEvent } from '../events/outbox-event.entity';
+import { CLAIM_MARGIN_MS } from './delivery-engine';
 import {
   Job,
   type JobRun,
@@ -73,6 +76,12 @@ export class RetentionService implements PeriodicJob {
   }
 
   async run(run: JobRun): Promise<void> {
+    const pulledBack = await this.pullBackTimesAhead(run.now());
+    if (pulledBack > 0) {
+      this.logger.warn(
+        `retention: ${pulledBack} webhook retry, claim and pause times lay further ahead than any instance sets them (written by a clock that was ahead), and were brought back to now`,
+      );
+    }
     const { givenUp, cursorsMoved, deliveries, events } = await this.prune(
       run.now(),
       run,
@@ -92,6 +101,38 @@ export class RetentionService implements PeriodicJob {
         `retention: deleted ${deliveries} webhook deliveries and ${events} events`,
       );
     }
+  }
+
+  /**
+   * Times of the webhooks further ahead than any instance sets them came from a clock that was
+   * ahead (docs/decisions.md, "Time that decides for others"), and would hold a delivery or a
+   * receiver back until then: each is brought back to `now` (a claim, cleared). Says how many.
+   */
+  async pullBackTimesAhead(now: Date): Promise<number> {
+    const beyond = (ms: number) =>
+      new Date(now.getTime() + ms + STORED_TIME_SLACK_MS);
+    const { retryMaxDelayMs, pauseMs, timeoutMs } = this.config;
+    const retries = await this.deliveries.update(
+      {
+        status: 'pending',
+        nextAttemptAt: MoreThan(beyond(retryMaxDelayMs)),
+      },
+      { nextAttemptAt: now },
+    );
+    const claims = await this.deliveries.update(
+      {
+        status: 'pending',
+        claimedUntil: MoreThan(beyond(timeoutMs + CLAIM_MARGIN_MS)),
+      },
+      { claimedUntil: null },
+    );
+    const pauses = await this.subscriptions.update(
+      { pausedUntil: MoreThan(beyond(Math.max(pauseMs, retryMaxDelayMs))) },
+      { pausedUntil: now },
+    );
+    return (
+      (retries.affected ?? 0) + (claims.affected ?? 0) + (pauses.affected ?? 0)
+    );
   }
 
   /**
