@@ -24,13 +24,6 @@ const TOKEN_CACHE_SIZE = 10_000;
 export const MAX_TOKEN_LIFETIME_MS = 3650 * 24 * 60 * 60 * 1000;
 export const MAX_TOKEN_LIFETIME = '3650d';
 
-/**
- * The lifetime of a token the command-line tool makes without `--expires-in`: no token it
- * makes lives for ever (docs/decisions.md, "Authentication").
- */
-export const DEFAULT_TOKEN_LIFETIME_MS = 90 * 24 * 60 * 60 * 1000;
-export const DEFAULT_TOKEN_LIFETIME = '90d';
-
 /** A cached answer of the database for one token hash; `record` is undefined for no such token. */
 interface CachedLookup {
   record: ApiToken | undefined;

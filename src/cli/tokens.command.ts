@@ -2,8 +2,6 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import type { ApiToken } from '../auth/api-token.entity';
 import type { Scope } from '../auth/scopes';
 import {
-  DEFAULT_TOKEN_LIFETIME,
-  DEFAULT_TOKEN_LIFETIME_MS,
   MAX_TOKEN_LIFETIME,
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
@@ -18,6 +16,13 @@ import {
 import { SERVICE_DECLARATIONS } from './cli.module';
 
 const { scopes: catalogue } = SERVICE_DECLARATIONS;
+
+/**
+ * The lifetime of a token made without `--expires-in`: no token the tool makes lives for ever
+ * (docs/decisions.md, "Authentication").
+ */
+const DEFAULT_TOKEN_LIFETIME = '90d';
+const DEFAULT_TOKEN_LIFETIME_MS = parseDuration(DEFAULT_TOKEN_LIFETIME)!;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

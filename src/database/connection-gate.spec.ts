@@ -171,6 +171,8 @@ describe('ConnectionGate', () => {
       );
       await jest.advanceTimersByTimeAsync(4000);
       const second = waiting('second', gate.acquire({}));
+      // one timer serves the line, however long it is
+      expect(jest.getTimerCount()).toBe(1);
       await jest.advanceTimersByTimeAsync(5999);
       expect(outcomes).toEqual([]);
       await jest.advanceTimersByTimeAsync(1);
@@ -184,6 +186,16 @@ describe('ConnectionGate', () => {
         'second: DatabaseBusyError',
       ]);
       expect(gate.waiting).toBe(0);
+    });
+
+    it('says what the wait was for, and for how long', async () => {
+      const gate = new ConnectionGate(250);
+      await gate.acquire({});
+      const refused = expect(
+        gate.statement(() => Promise.resolve()),
+      ).rejects.toThrow("SQLite's connection did not come free within 250 ms");
+      await jest.advanceTimersByTimeAsync(250);
+      await refused;
     });
 
     it('lets in the statements behind a transaction refused at its bound', async () => {

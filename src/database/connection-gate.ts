@@ -111,9 +111,7 @@ export class ConnectionGate {
   private watchDeadlines(): void {
     this.timer = undefined;
     const now = Date.now();
-    let refused = false;
     while (this.queue.length > 0 && this.queue[0].deadline <= now) {
-      refused = true;
       this.queue
         .shift()!
         .refuse(
@@ -123,7 +121,7 @@ export class ConnectionGate {
         );
     }
     // a transaction refused at the head may have held back statements that can go now
-    if (refused) this.admit();
+    this.admit();
     const first = this.queue[0];
     if (first === undefined || !Number.isFinite(first.deadline)) return;
     this.timer = setTimeout(() => this.watchDeadlines(), first.deadline - now);

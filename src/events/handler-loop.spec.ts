@@ -11,7 +11,9 @@ import {
   HANDLER_RETRY_BASE_MS,
   DEFAULT_HANDLER_RETRY,
   HandlerLoop,
+  HANDLER_MAX_RETRY_MS,
   retryDelayMs,
+  retryPending,
   skippedWithinMs,
   type HandlerRow,
   type HandlerStore,
@@ -71,6 +73,7 @@ class MemoryDatabase {
     at: number;
     instance: string;
     retry: boolean;
+    error: string;
   }[] = [];
   /** Skipped events handled on a retry, as they committed. */
   readonly retried: { seq: bigint; instance: string; at: number }[] = [];
@@ -217,7 +220,7 @@ class MemoryDatabase {
         call(() => {
           if (holds() && this.row!.cursor < head) this.row!.cursor = head;
         }),
-      skip: (_name, _instance, event, attempts) =>
+      skip: (_name, _instance, event, attempts, error) =>
         call(() => {
           if (!holds() || this.row!.cursor >= event.seq) return false;
           const row = this.row!;
@@ -230,6 +233,7 @@ class MemoryDatabase {
             at: Date.now(),
             instance,
             retry: false,
+            error,
           });
           return true;
         }),
@@ -252,12 +256,13 @@ class MemoryDatabase {
           return true;
         });
       },
-      retryFailed: (_name, seq) =>
+      retryFailed: (_name, seq, error) =>
         call(() => {
           const skipped = this.skipped.find(({ event }) => event.seq === seq);
           if (skipped) {
             skipped.attempts += 1;
             skipped.retry = false;
+            skipped.error = error;
           }
         }),
     };
@@ -627,23 +632,28 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     },
   );
 
-  it('skips an event after its attempts, about a minute after its first failure, goes on with the next, and handles it when an operator asks', async () => {
+  it('skips an event after its attempts, about a minute after its first failure, goes on with the next at once, and handles it when an operator asks', async () => {
     const db = new MemoryDatabase();
+    const metrics = new Metrics(false);
+    const errors = jest.mocked(Logger.prototype.error);
+    const logs = jest.mocked(Logger.prototype.log);
     let healed = false;
+    const long = 'the handler cannot take this event '.repeat(40);
     const handler = {
       handle: ({ seq }: HandledEvent) =>
         seq === 1n && !healed
-          ? Promise.reject(new Error('the handler cannot take this event'))
+          ? Promise.reject(new Error(long))
           : Promise.resolve(),
     };
+    const { store, count } = counted(db.storeOf('a', () => false));
     const loop = new HandlerLoop(
       NAME,
       [HANDLED],
       handler,
-      db.storeOf('a', () => false),
+      store,
       'a',
       new Logger('EventHandlers'),
-      new Metrics(false),
+      metrics,
     );
     await loop.declare();
     db.append(HANDLED);
@@ -651,7 +661,12 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     loop.start();
     // six pauses of 1, 2, 4, 8, 16 and 32 s: the seventh attempt is 63 s after the first
     expect(skippedWithinMs(DEFAULT_HANDLER_RETRY)).toBe(63_000);
-    await jest.advanceTimersByTimeAsync(62_000);
+    await jest.advanceTimersByTimeAsync(1000);
+    // the two events wait behind the failing one
+    expect(await metrics.eventHandlerLag.get()).toMatchObject({
+      values: [{ labels: { handler: NAME }, value: 2 }],
+    });
+    await jest.advanceTimersByTimeAsync(61_000);
     expect(db.skipped).toEqual([]);
     // each attempt within a poll of its pause's end
     await jest.advanceTimersByTimeAsync(
@@ -660,22 +675,111 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     expect(db.skipped).toMatchObject([
       { event: { seq: 1n }, attempts: HANDLER_MAX_ATTEMPTS, retry: false },
     ]);
-    // the event after it goes on at once
+    expect(db.skipped[0].error).toBe(long.slice(0, 1000));
+    expect(errors.mock.calls.at(-1)?.[1]).toBe(
+      `event handler ${NAME} gave up on plant.deleted evt_1 (its place in the log: 1) after 7 attempts, and goes on with the events after it; the event is kept: \`events skipped\` lists it, \`events retry ${NAME} 1\` tries it again (docs/operations.md, "Skipped events")`,
+    );
+    // the event after it goes on at once, not a poll later
     expect(db.effects.map(({ seq }) => seq)).toEqual([2n]);
+    expect(db.effects[0].at - db.skipped[0].at).toBeLessThan(HANDLER_POLL_MS);
     expect(db.row!.cursor).toBe(2n);
+    const runs = async () =>
+      Object.fromEntries(
+        (await metrics.eventHandlerRuns.get()).values.map(
+          ({ labels, value }) => [`${labels.handler} ${labels.outcome}`, value],
+        ),
+      );
+    expect(await runs()).toEqual({
+      [`${NAME} failed`]: 7,
+      [`${NAME} skipped`]: 1,
+      [`${NAME} handled`]: 1,
+    });
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(await metrics.eventHandlerLag.get()).toMatchObject({
+      values: [{ labels: { handler: NAME }, value: 0 }],
+    });
+    // no skipped event asked for: a turn never looks for one
+    expect(count('retriesOf')).toBe(0);
+
     // a retry that fails again leaves it skipped, one attempt more
     db.skipped[0].retry = true;
     await jest.advanceTimersByTimeAsync(1000);
     expect(db.skipped).toMatchObject([
       { attempts: HANDLER_MAX_ATTEMPTS + 1, retry: false },
     ]);
-    // once the handler is fixed, a retry handles it, and it is skipped no longer
+    expect(db.skipped[0].error).toHaveLength(1000);
+    expect(errors.mock.calls.at(-1)?.[1]).toBe(
+      `event handler ${NAME} failed again at plant.deleted evt_1 (its place in the log: 1) on the retry asked for; it stays skipped`,
+    );
+    expect((await runs())[`${NAME} failed`]).toBe(8);
+
+    // once the handler is fixed, a retry handles it, and it is skipped no longer; the turn
+    // reads no event past the cursor, which is at the head
     healed = true;
     db.skipped[0].retry = true;
+    const eventsRead = count('eventsAfter');
     await jest.advanceTimersByTimeAsync(1000);
     await loop.stop();
     expect(db.skipped).toEqual([]);
     expect(db.retried.map(({ seq }) => seq)).toEqual([1n]);
+    expect(count('eventsAfter')).toBe(eventsRead);
+    expect(logs).toHaveBeenCalledWith(
+      `event handler ${NAME} handled plant.deleted evt_1 (its place in the log: 1), skipped after 8 attempts, on the retry asked for`,
+    );
+    expect((await runs())[`${NAME} handled`]).toBe(2);
+  });
+
+  it('handles every skipped event asked for in one turn, and stops at one whose lease it lost', async () => {
+    const db = new MemoryDatabase();
+    const loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      every(0),
+      db.storeOf('a', () => false),
+      'a',
+      new Logger('EventHandlers'),
+      new Metrics(false),
+    );
+    await loop.declare();
+    for (const seq of [1n, 2n, 3n]) {
+      db.skipped.push({
+        event: {
+          id: `evt_${seq}`,
+          type: HANDLED,
+          seq,
+          createdAt: new Date(),
+          payload: '{}',
+        },
+        attempts: 7,
+        at: Date.now(),
+        instance: 'b',
+        retry: seq !== 3n,
+        error: 'failed',
+      });
+    }
+    loop.start();
+    await jest.advanceTimersByTimeAsync(50);
+    expect(db.retried.map(({ seq }) => seq)).toEqual([1n, 2n]);
+    expect(db.skipped.map(({ event }) => event.seq)).toEqual([3n]);
+    // another instance holds the handler now: the retry is its
+    db.skipped[0].retry = true;
+    db.row!.leasedBy = 'b';
+    db.row!.leasedUntil = new Date(Date.now() + HANDLER_LEASE_MS);
+    await jest.advanceTimersByTimeAsync(1000);
+    await loop.stop();
+    expect(db.retried).toHaveLength(2);
+  });
+
+  it('holds back for a retry time only as far ahead as one is ever set', () => {
+    const now = new Date(START);
+    const ahead = (ms: number) => new Date(START + ms);
+    expect(retryPending(null, now)).toBe(false);
+    expect(retryPending(now, now)).toBe(false);
+    expect(retryPending(ahead(1), now)).toBe(true);
+    // the longest pause, and a minute past it for clocks that disagree
+    expect(retryPending(ahead(HANDLER_MAX_RETRY_MS + 60_000), now)).toBe(true);
+    expect(retryPending(ahead(HANDLER_MAX_RETRY_MS + 60_001), now)).toBe(false);
+    expect(retryPending(ahead(3650 * 86_400_000), now)).toBe(false);
   });
 
   it('counts the failures of each event from its own first, whatever the events before it failed', async () => {

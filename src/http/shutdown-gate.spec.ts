@@ -97,6 +97,37 @@ describe('ShutdownGate', () => {
     }
   });
 
+  it.each([
+    ['finishes', () => Promise.resolve()],
+    ['fails', () => Promise.reject(new Error('a hook failed'))],
+  ])(
+    'waits for a close that %s soon after the cut, and says nothing more',
+    async (_, ends) => {
+      const error = jest.spyOn(Logger.prototype, 'error');
+      const app = {
+        getHttpServer: () => ({
+          closeAllConnections: () => undefined,
+        }),
+        close: () =>
+          new Promise<void>((resolve) => setTimeout(resolve, 100)).then(ends),
+      } as unknown as INestApplication;
+      try {
+        const started = performance.now();
+        await expect(
+          new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+        ).resolves.toBe('cut');
+        expect(performance.now() - started).toBeLessThan(CLOSE_AFTER_CUT_MS);
+        expect(error.mock.calls).toEqual([
+          [
+            'requests were still running 50 ms after shutdown began; cutting them',
+          ],
+        ]);
+      } finally {
+        error.mockRestore();
+      }
+    },
+  );
+
   it('during the delay, serves every request, closing its connection, and says it is draining', async () => {
     const gate = new ShutdownGate();
     const { app } = fakeApp(10);

@@ -76,6 +76,9 @@ describe('versions (If-Match, ETag)', () => {
     expect(stale.message).toBe(
       'the garden bed has changed since the version If-Match names ("1"); it is now "2": read it again, make your change to it, and send it with If-Match: "2"',
     );
+    expect(staleVersion('garden bed', [1, 3], 2).message).toContain(
+      'the version If-Match names ("1", "3"); it is now "2"',
+    );
     expect(staleVersion('garden bed', [], 2).message).toBe(
       'If-Match names no version of the garden bed (an ETag is a number in quotes); it is now "2": read it again, make your change to it, and send it with If-Match: "2"',
     );

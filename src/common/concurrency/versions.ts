@@ -43,14 +43,12 @@ export function versionsOf(
   const sent = ifMatch?.trim();
   if (!sent) throw refuse(`If-Match is required to change a ${what}`);
   if (sent === '*') throw refuse(`If-Match: * would overwrite any ${what}`);
-  const versions = new Set(
-    sent
-      .split(',')
-      .map((tag) => A_STRONG_ETAG.exec(tag.trim())?.[1])
-      .filter((digits) => digits !== undefined)
-      .map(Number)
-      .filter((version) => version <= MAX_VERSION),
-  );
+  const versions = new Set<number>();
+  for (const tag of sent.split(',')) {
+    const version = Number(A_STRONG_ETAG.exec(tag.trim())?.[1]);
+    // NaN, no version of ours, fails the comparison too
+    if (version <= MAX_VERSION) versions.add(version);
+  }
   if (versions.size > MAX_IF_MATCH_VERSIONS) {
     throw new HttpErrorWithHeaders(
       HttpStatus.BAD_REQUEST,

@@ -1,6 +1,11 @@
 import { validateSync } from 'class-validator';
 import { INT64_RANGE_MESSAGE } from '../json/int64';
-import { IsInt64, IsStorableText, IsUnicodeString } from './validators';
+import {
+  IsInt64,
+  IsStorableText,
+  IsUnicodeString,
+  MaxUtf8Bytes,
+} from './validators';
 
 class Note {
   @IsUnicodeString()
@@ -11,6 +16,11 @@ class Note {
 class Counted {
   @IsInt64()
   id!: unknown;
+}
+
+class Labelled {
+  @MaxUtf8Bytes(8, 'a label must fit its slot')
+  label!: unknown;
 }
 
 const problemsOf = (object: object) =>
@@ -62,5 +72,46 @@ describe('validators', () => {
     it('says a missing id is required', () => {
       expect(idProblems(undefined)).toEqual(['id is required']);
     });
+  });
+
+  describe('MaxUtf8Bytes', () => {
+    const labelProblems = (label: unknown) =>
+      problemsOf(Object.assign(new Labelled(), { label }));
+
+    it('takes a string of at most its bytes of UTF-8, however many characters', () => {
+      expect(labelProblems('12345678')).toEqual([]);
+      expect(labelProblems('éééé')).toEqual([]);
+      expect(labelProblems('🌱🌱')).toEqual([]);
+    });
+
+    it('refuses one a byte longer, saying how long it is and why', () => {
+      expect(labelProblems('123456789')).toEqual([
+        'label is 9 bytes of UTF-8, more than the 8 it may be: a label must fit its slot',
+      ]);
+      expect(labelProblems('éééé1')).toEqual([
+        'label is 9 bytes of UTF-8, more than the 8 it may be: a label must fit its slot',
+      ]);
+    });
+
+    it('leaves what is no string to the field’s other rules', () => {
+      expect(labelProblems(123_456_789)).toEqual([]);
+      expect(labelProblems(undefined)).toEqual([]);
+    });
+  });
+
+  it('names each rule in the constraints it reports', () => {
+    const names = (object: object) =>
+      validateSync(object)
+        .flatMap((error) => Object.keys(error.constraints ?? {}))
+        .sort();
+    expect(names(Object.assign(new Note(), { text: 'a\ud800\u0000' }))).toEqual(
+      ['isStorableText', 'isUnicodeString'],
+    );
+    expect(names(Object.assign(new Counted(), { id: 'x' }))).toEqual([
+      'isInt64',
+    ]);
+    expect(
+      names(Object.assign(new Labelled(), { label: 'x'.repeat(9) })),
+    ).toEqual(['maxUtf8Bytes']);
   });
 });

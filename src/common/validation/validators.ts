@@ -70,11 +70,9 @@ export function MaxUtf8Bytes(
       name: 'maxUtf8Bytes',
       validator: {
         validate: (value: unknown) =>
-          typeof value !== 'string' ||
-          value.length <= max / 3 ||
-          Buffer.byteLength(value, 'utf8') <= max,
+          typeof value !== 'string' || Buffer.byteLength(value, 'utf8') <= max,
         defaultMessage: (args) =>
-          `${args?.property ?? 'the text'} is ${Buffer.byteLength(String(args?.value), 'utf8')} bytes of UTF-8, more than the ${max} it may be: ${because}`,
+          `${args!.property} is ${Buffer.byteLength(String(args!.value), 'utf8')} bytes of UTF-8, more than the ${max} it may be: ${because}`,
       },
     },
     options,
