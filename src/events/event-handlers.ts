@@ -274,14 +274,24 @@ export class SqlHandlerStore implements HandlerStore {
     seq: bigint,
     handle: () => Promise<void>,
   ): Promise<boolean> {
+    return this.whileHeld(async () => {
+      await handle();
+      const { affected } = await this.states.update(
+        { name, leasedBy: instance, cursor: LessThan(seq) },
+        { cursor: seq, failures: 0, retryAt: null, lastError: null },
+      );
+      return affected === 1;
+    });
+  }
+
+  /**
+   * `work` in one transaction, whose writes stay only if it says the lease was still held:
+   * false, everything rolled back, otherwise.
+   */
+  private async whileHeld(work: () => Promise<boolean>): Promise<boolean> {
     try {
       await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
-        await handle();
-        const { affected } = await this.states.update(
-          { name, leasedBy: instance, cursor: LessThan(seq) },
-          { cursor: seq, failures: 0, retryAt: null, lastError: null },
-        );
-        if (affected !== 1) throw new LeaseLost();
+        if (!(await work())) throw new LeaseLost();
       });
       return true;
     } catch (error) {
@@ -318,31 +328,26 @@ export class SqlHandlerStore implements HandlerStore {
     error: string,
     now: Date,
   ): Promise<boolean> {
-    try {
-      await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
-        const { affected } = await this.states.update(
-          { name, leasedBy: instance, cursor: LessThan(event.seq) },
-          { cursor: event.seq, failures: 0, retryAt: null, lastError: null },
-        );
-        if (affected !== 1) throw new LeaseLost();
-        await this.skipped.insert({
-          handler: name,
-          seq: event.seq,
-          eventId: event.id,
-          type: event.type,
-          payload: event.payload,
-          createdAt: event.createdAt,
-          attempts,
-          lastError: error,
-          skippedAt: now,
-          retryRequestedAt: null,
-        });
+    return this.whileHeld(async () => {
+      const { affected } = await this.states.update(
+        { name, leasedBy: instance, cursor: LessThan(event.seq) },
+        { cursor: event.seq, failures: 0, retryAt: null, lastError: null },
+      );
+      if (affected !== 1) return false;
+      await this.skipped.insert({
+        handler: name,
+        seq: event.seq,
+        eventId: event.id,
+        type: event.type,
+        payload: event.payload,
+        createdAt: event.createdAt,
+        attempts,
+        lastError: error,
+        skippedAt: now,
+        retryRequestedAt: null,
       });
       return true;
-    } catch (error) {
-      if (error instanceof LeaseLost) return false;
-      throw error;
-    }
+    });
   }
 
   async retriesOf(name: string, limit: number): Promise<SkippedAttempt[]> {
@@ -367,22 +372,16 @@ export class SqlHandlerStore implements HandlerStore {
     seq: bigint,
     handle: () => Promise<void>,
   ): Promise<boolean> {
-    try {
-      await this.dataSource.adoptingTransaction('SERIALIZABLE', async () => {
-        await handle();
-        const held = await this.states.countBy({ name, leasedBy: instance });
-        const { affected } = await this.skipped.delete({
-          handler: name,
-          seq,
-          retryRequestedAt: Not(IsNull()),
-        });
-        if (held !== 1 || affected !== 1) throw new LeaseLost();
+    return this.whileHeld(async () => {
+      await handle();
+      const held = await this.states.countBy({ name, leasedBy: instance });
+      const { affected } = await this.skipped.delete({
+        handler: name,
+        seq,
+        retryRequestedAt: Not(IsNull()),
       });
-      return true;
-    } catch (error) {
-      if (error instanceof LeaseLost) return false;
-      throw error;
-    }
+      return held === 1 && affected === 1;
+    });
   }
 
   async retryFailed(name: string, seq: bigint, error: string): Promise<void> {
