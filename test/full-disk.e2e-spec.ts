@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import type { PortableDataSource } from '../src/database/portable-data-source';
+import { describeWhenAvailable } from './helpers/external-service';
 import { testLimit } from './helpers/pace';
 import {
   mountSmallFilesystem,
@@ -15,27 +16,27 @@ import {
 } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
-const small = mountSmallFilesystem('4m');
-const describeOnSmallFilesystem =
-  typeof small === 'string'
-    ? process.env.CI
-      ? () => {
-          throw new Error(`CI must run the full-disk tests, but ${small}`);
-        }
-      : (name: string, body: () => void) => {
-          console.warn(`Skipping "${name}": ${small}; run the tests as root`);
-          describe.skip(name, body);
-        }
-    : describe;
+/** Why a small filesystem cannot be mounted here, if it cannot: one is mounted and removed. */
+function smallFilesystemProblem(): string | undefined {
+  const probe = mountSmallFilesystem('4m');
+  if (typeof probe === 'string') return probe;
+  probe.remove();
+  return undefined;
+}
+
+const smallFilesystem = smallFilesystemProblem();
+const describeOnSmallFilesystem = (name: string, body: () => void) =>
+  describeWhenAvailable(smallFilesystem, 'run the tests as root', name, body);
 
 // A disk that fills under SQLite (docs/decisions.md, "Durability"; docs/security-and-reliability.md,
 // "A full or read-only database"), on a real filesystem of 4 MiB.
 describeOnSmallFilesystem('a full disk under SQLite', () => {
-  const disk = small as SmallFilesystem;
+  let disk: SmallFilesystem;
   let testApp: TestApp;
   let token: string;
 
   beforeAll(async () => {
+    disk = mountSmallFilesystem('4m') as SmallFilesystem;
     testApp = await startTestApp({
       databaseFile: join(disk.path, 'store.sqlite'),
     });
@@ -44,7 +45,7 @@ describeOnSmallFilesystem('a full disk under SQLite', () => {
 
   afterAll(async () => {
     await testApp?.close();
-    disk.remove();
+    disk?.remove();
   });
 
   const create = (id: number, name = 'Fern') =>
@@ -146,13 +147,15 @@ describeOnSmallFilesystem(
   'a full disk under SQLite, a real process on a loaded machine',
   () => {
     let disk: SmallFilesystem;
+    let databaseUrl: string;
     let service: ServiceProcess;
     const spinners: ChildProcess[] = [];
 
     beforeAll(async () => {
       disk = mountSmallFilesystem('4m') as SmallFilesystem;
+      databaseUrl = `sqlite:${join(disk.path, 'store.sqlite')}`;
       const env = {
-        DATABASE_URL: `sqlite:${join(disk.path, 'store.sqlite')}`,
+        DATABASE_URL: databaseUrl,
         // the database's outage lines are warn and info
         LOG_LEVEL: 'info',
         WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -177,7 +180,6 @@ describeOnSmallFilesystem(
     });
 
     it('answers every request within its bound: 503 for the writes it cannot take, reads served, writes taken again once space returns, and SIGTERM ends it within its grace', async () => {
-      const env = { DATABASE_URL: `sqlite:${join(disk.path, 'store.sqlite')}` };
       const created = await runCliProcess(
         [
           'tokens',
@@ -187,7 +189,7 @@ describeOnSmallFilesystem(
           '--scopes',
           'plants:read,plants:write,webhooks:manage',
         ],
-        env,
+        { DATABASE_URL: databaseUrl },
       );
       expect(created.status).toBe(0);
       const headers = {

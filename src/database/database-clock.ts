@@ -45,7 +45,8 @@ const DATABASE_NOW = {
 export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseClock.name);
   private readonly instance = `${hostname()}:${process.pid}`;
-  private offsetMs = 0;
+  /** How far this instance's clock is ahead of the database's (behind when negative), in ms. */
+  private aheadMs = 0;
   private off = false;
   private timer?: NodeJS.Timeout;
   private stopped = false;
@@ -57,7 +58,7 @@ export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
 
   /** The database's time now, in ms since the epoch. */
   now(): number {
-    return Date.now() + this.offsetMs;
+    return Date.now() - this.aheadMs;
   }
 
   /** The database's time now. */
@@ -65,14 +66,9 @@ export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
     return new Date(this.now());
   }
 
-  /** How far this instance's clock is ahead of the database's (behind when negative), in ms. */
-  get offset(): number {
-    return -this.offsetMs;
-  }
-
   async onModuleInit(): Promise<void> {
     if (this.metrics?.enabled) {
-      const offsetSeconds = () => this.offset / 1000;
+      const offsetSeconds = () => this.aheadMs / 1000;
       this.metrics.gauge(
         'plant_store_clock_offset_seconds',
         "How far this instance's clock is ahead of the database server's (negative: behind); leases, schedules and cut-offs take the database's time",
@@ -99,7 +95,7 @@ export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       nextInMs = CLOCK_RETRY_MS;
       this.logger.debug(
-        `the database's clock could not be read (${(error as Error).message}): the last offset, ${this.offset} ms, stays`,
+        `the database's clock could not be read (${(error as Error).message}): the last offset, ${this.aheadMs} ms, stays`,
       );
     }
     if (this.stopped) return;
@@ -117,12 +113,12 @@ export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
       );
     const received = Date.now();
     if (received - sent > MAX_ROUND_TRIP_MS) return;
-    this.offsetMs = Math.round(Number(row.ms) - (sent + received) / 2);
+    this.aheadMs = Math.round((sent + received) / 2 - Number(row.ms));
     this.report();
   }
 
   private report(): void {
-    const offset = this.offset;
+    const offset = this.aheadMs;
     const off = Math.abs(offset) > CLOCK_OFF_AFTER_MS;
     if (off) {
       // said at every measurement while it lasts: an operator must find the instance

@@ -30,10 +30,29 @@ export function describeWhenReachable(
     describe(name, body);
     return;
   }
-  const reason = `${service.name} at ${new URL(service.url).host} is not reachable (${service.problem})`;
-  if (process.env.CI) throw new Error(`CI must run "${name}", but ${reason}`);
-  console.warn(
-    `Skipping "${name}": ${reason}; set ${service.variable} to run it`,
+  describeWhenAvailable(
+    `${service.name} at ${new URL(service.url).host} is not reachable (${service.problem})`,
+    `set ${service.variable} to run it`,
+    name,
+    body,
   );
+}
+
+/**
+ * `describe` when `problem` is undefined; otherwise the suite is skipped, saying why and what
+ * would run it (`remedy`), except on CI (CI=true), where a skipped suite is a failure.
+ */
+export function describeWhenAvailable(
+  problem: string | undefined,
+  remedy: string,
+  name: string,
+  body: () => void,
+): void {
+  if (problem === undefined) {
+    describe(name, body);
+    return;
+  }
+  if (process.env.CI) throw new Error(`CI must run "${name}", but ${problem}`);
+  console.warn(`Skipping "${name}": ${problem}; ${remedy}`);
   describe.skip(name, body);
 }
