@@ -15,6 +15,7 @@ import {
   type ServiceProcess,
 } from './helpers/service-process';
 import { startTestApp, type TestApp } from './helpers/test-app';
+import { eventually } from './helpers/webhook-receiver';
 
 /** Why a small filesystem cannot be mounted here, if it cannot: one is mounted and removed. */
 function smallFilesystemProblem(): string | undefined {
@@ -307,7 +308,14 @@ describeOnSmallFilesystem(
       ).toBeLessThanOrEqual(3000);
       const lastReady = answers.filter(({ kind }) => kind === 'ready').at(-1)!;
       expect(lastReady.status).toBe(200);
-      expect(service.lines().map(({ msg }) => msg)).toEqual(
+      // the log is written every 250 ms (LOG_FLUSH_INTERVAL_MS): the last ready may come first
+      const said = await eventually(
+        () => service.lines().map(({ msg }) => msg),
+        (msgs) =>
+          msgs.includes('Database takes writes again: serving writes again'),
+        testLimit(5_000),
+      );
+      expect(said).toEqual(
         expect.arrayContaining([
           expect.stringMatching(/^Database refuses writes/),
           'Database takes writes again: serving writes again',
