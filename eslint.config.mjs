@@ -101,6 +101,18 @@ export default tseslint.config(
     },
   })),
   {
+    // an archive reads and writes each engine's storage as it stands, in a snapshot of its
+    // own, through cursors, with triggers off (docs/decisions.md, "Backups and moves"): the
+    // drivers themselves, as pg_dump and sqlite3 .backup would
+    files: ['src/backups/*-store.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [PERSISTENCE_PATTERNS[0]] },
+      ],
+    },
+  },
+  {
     // where transactions are implemented
     files: ['src/database/portable-data-source.ts'],
     rules: { 'no-restricted-properties': 'off' },

@@ -2,6 +2,7 @@
 import './config/require-supported-node';
 import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
+import { backupsCommands } from './cli/backups.command';
 import { eventsCommand } from './cli/events.command';
 import { tokensCommand } from './cli/tokens.command';
 import { webhooksCommand } from './cli/webhooks.command';
@@ -15,7 +16,10 @@ import {
 import { loadEnvironment, unknownSettingWarnings } from './config/environment';
 import { StartupError } from './common/errors/startup-error';
 
-function buildProgram(output: CliOutput): Command {
+function buildProgram(
+  output: CliOutput,
+  database: () => DatabaseConfig,
+): Command {
   const program = new Command('plant-store')
     .description(
       "The plant store operator's tool; uses DATABASE_URL like the service",
@@ -28,6 +32,11 @@ function buildProgram(output: CliOutput): Command {
   program.addCommand(tokensCommand(output));
   program.addCommand(webhooksCommand(output));
   program.addCommand(eventsCommand(output));
+  for (const command of backupsCommands(output, database, () =>
+    requireExistingDatabase(database()),
+  )) {
+    program.addCommand(command);
+  }
   // subcommands report usage errors through the same output and exit codes
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());
@@ -57,6 +66,9 @@ function requireExistingDatabase(config: DatabaseConfig): void {
   }
 }
 
+/** Commands that look at the database themselves, if they need one. */
+const CHECK_THEIR_OWN_DATABASE = new Set(['backup', 'restore', 'verify']);
+
 /** Runs one command line (`tokens create --name me`); returns the process exit code. */
 export async function runCli(
   args: string[],
@@ -66,15 +78,17 @@ export async function runCli(
   },
 ): Promise<number> {
   try {
-    const program = buildProgram(output);
     loadEnvironment(process.env);
     for (const warning of unknownSettingWarnings(process.env)) {
       output.err(`warning: ${warning}`);
     }
     const database = readDatabaseConfig(process.env);
-    // usage and help need no database
-    program.hook('preAction', () => {
-      requireExistingDatabase(database);
+    const program = buildProgram(output, () => database);
+    // usage and help need no database; a restore may make one, and an archive's check needs none
+    program.hook('preAction', (_program, action) => {
+      if (!CHECK_THEIR_OWN_DATABASE.has(action.name())) {
+        requireExistingDatabase(database);
+      }
       output.err(`database: ${describeDatabase(database)}`);
     });
     await program.parseAsync(args, { from: 'user' });

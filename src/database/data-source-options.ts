@@ -6,6 +6,7 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  readdirSync,
   statfsSync,
   statSync,
 } from 'node:fs';
@@ -30,6 +31,16 @@ const CODE_ROOT = dirname(__dirname);
  */
 export function migrationsPattern(engine: 'sqlite' | 'postgres'): string {
   return join(CODE_ROOT, '**', 'migrations', engine, '*.{js,ts}');
+}
+
+/** The files migrationsPattern finds: every module's migrations for one engine. */
+export function migrationFiles(engine: 'sqlite' | 'postgres'): string[] {
+  const inFolder = new RegExp(
+    `(^|/)migrations/${engine}/[^/]+(?<!\\.d)\\.(js|ts)$`,
+  );
+  return readdirSync(CODE_ROOT, { recursive: true, encoding: 'utf8' })
+    .filter((path) => inFolder.test(path))
+    .map((path) => join(CODE_ROOT, path));
 }
 
 function sqliteOptions(

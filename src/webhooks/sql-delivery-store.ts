@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import {
   Brackets,
   DataSource,
@@ -53,9 +53,21 @@ export function dueDeliveriesOf(
 /** Settlements written by one statement at most (7 parameters each). */
 export const SETTLE_BATCH = 500;
 
-/** A delivery's `webhook-id`: `msg_`, its event's time in ms (12 hex digits), 80 random bits. */
-export function deliveryId(eventCreatedAt: Date): string {
-  return `msg_${eventCreatedAt.getTime().toString(16).padStart(12, '0')}${randomBytes(10).toString('hex')}`;
+/**
+ * A delivery's `webhook-id`: `msg_`, its event's time in ms (12 hex digits), and 80 bits of the
+ * SHA-256 of its subscription's and its event's ids. One event has one id for one subscription
+ * whichever instance, or store restored from a backup, makes its delivery (docs/decisions.md,
+ * "Backups and moves"), so that a receiver drops what it already has.
+ */
+export function deliveryId(
+  subscriptionId: string,
+  event: { id: string; createdAt: Date },
+): string {
+  const time = event.createdAt.getTime().toString(16).padStart(12, '0');
+  const digest = createHash('sha256')
+    .update(`${subscriptionId}\n${event.id}`)
+    .digest('hex');
+  return `msg_${time}${digest.slice(0, 20)}`;
 }
 
 /**
@@ -198,7 +210,7 @@ export class SqlDeliveryStore implements DeliveryStore {
         subscriptionId,
         due,
         ...events.flatMap((event) => [
-          deliveryId(event.createdAt),
+          deliveryId(subscriptionId, event),
           event.id,
           this.deliveries.stored('createdAt', event.createdAt),
         ]),
