@@ -67,7 +67,12 @@ function requireExistingDatabase(config: DatabaseConfig): void {
 }
 
 /** Commands that look at the database themselves, if they need one. */
-const CHECK_THEIR_OWN_DATABASE = new Set(['backup', 'restore', 'verify']);
+const CHECK_THEIR_OWN_DATABASE = new Set([
+  'backup',
+  'restore',
+  'verify',
+  'move',
+]);
 
 /** Runs one command line (`tokens create --name me`); returns the process exit code. */
 export async function runCli(

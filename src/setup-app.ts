@@ -12,6 +12,7 @@ import {
   middlewareSequence,
   type Middleware,
 } from './http/middleware-sequence';
+import { StoreFence } from './database/store-fence';
 import { ShutdownGate } from './http/shutdown-gate';
 import {
   createRequestLogger,
@@ -104,6 +105,8 @@ export async function createApp({
   // every request but the health probes, before routing: 404s and the docs are limited too
   front.push(app.get(RequestAdmission).admit);
   if (cors) front.push(answerPreflight);
+  // an admitted write, while the store moves to another database: 503 (store-fence.ts)
+  front.push(app.get(StoreFence).refuseWritesWhileMoving);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);

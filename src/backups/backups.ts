@@ -10,7 +10,11 @@ import {
   migrationFiles,
 } from '../database/data-source-options';
 import { PortableDataSource } from '../database/portable-data-source';
-import { ArchiveReader, ArchiveWriter } from './archive-file';
+import {
+  ArchiveReader,
+  ArchiveWriter,
+  type ArchiveEntry,
+} from './archive-file';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
@@ -92,16 +96,11 @@ export async function backup(
       schema: schemaVersion(migrations),
     };
     writer = await ArchiveWriter.create(file, header);
-    for (const table of await store.tables()) {
-      const carried: ArchiveTable = {
-        table: table.table,
-        columns: table.columns,
-      };
-      await writer.beginTable(carried);
-      for await (const rows of store.rows(carried)) {
-        for (const row of rows) await writer.row(row);
-      }
-      await writer.endTable();
+    for await (const entry of storeEntries(store)) {
+      if (entry.kind === 'table') await writer.beginTable(entry.table);
+      else if (entry.kind === 'rows') {
+        for (const row of entry.rows) await writer.row(row);
+      } else await writer.endTable();
     }
     const tables = await writer.finish();
     writer = undefined;
@@ -115,6 +114,25 @@ export async function backup(
   } finally {
     await writer?.abort();
     await store.close();
+  }
+}
+
+/**
+ * The store's tables and rows, read in the snapshot the caller began, as an archive holds
+ * them: what a backup writes and a move loads.
+ */
+export async function* storeEntries(
+  store: StoreConnection,
+): AsyncGenerator<ArchiveEntry> {
+  for (const { table, columns } of await store.tables()) {
+    const carried: ArchiveTable = { table, columns };
+    const checksum = new TableChecksum();
+    yield { kind: 'table', table: carried };
+    for await (const rows of store.rows(carried)) {
+      for (const row of rows) checksum.add(JSON.stringify(row));
+      yield { kind: 'rows', table: carried, rows };
+    }
+    yield { kind: 'end', table: carried, summary: checksum.summary() };
   }
 }
 
@@ -228,7 +246,7 @@ async function buildMigrations(
  * Gives the store DATABASE_URL names the schema of `migrations` (a subset of the build's), or
  * every migration of the build when `migrations` is undefined.
  */
-async function migrate(
+export async function migrate(
   config: DatabaseConfig,
   migrations?: readonly string[],
 ): Promise<void> {
@@ -276,34 +294,15 @@ export async function restore(
 ): Promise<RestoreReport> {
   const started = performance.now();
   const { header, tables: manifest } = await verifyArchive(file);
-  const known = await buildMigrations(config.engine);
-  if (header.schema > schemaVersion(known)) {
-    throw new BackupRefusal(
-      `the archive's schema (version ${header.schema}, ${header.migrations.at(-1)}) is newer than this build knows (${schemaVersion(known)}): restore it with release ${header.service} or a newer one`,
-    );
-  }
-  // the target's engine's migrations up to the archive's version make the archive's schema
-  const upToArchive = known.filter(
-    (name) => migrationTimestamp(name) <= header.schema,
+  const migratedUp = await intoTarget(
+    config,
+    header,
+    { replace, purpose: 'restore' },
+    () => {
+      const reader = new ArchiveReader(file);
+      return load(config, reader.entries(), header.service);
+    },
   );
-  const sqliteFile =
-    config.engine === 'sqlite' ? resolve(config.sqlitePath) : undefined;
-  const created = sqliteFile !== undefined && !existsSync(sqliteFile);
-  try {
-    await refuseUnfitTarget(config, header, replace);
-    await migrate(config, upToArchive);
-    await load(config, file, manifest);
-  } catch (error) {
-    // a SQLite file this restore made is removed whole: as if it had never run
-    if (created) {
-      for (const suffix of ['', '-wal', '-shm', '-journal']) {
-        await rm(`${sqliteFile}${suffix}`, { force: true });
-      }
-    }
-    throw error;
-  }
-  const migratedUp = known.filter((name) => !upToArchive.includes(name));
-  if (migratedUp.length > 0) await migrate(config);
   return {
     header,
     tables: manifest,
@@ -312,10 +311,64 @@ export async function restore(
   };
 }
 
+/**
+ * Gives the target the schema of `from` (the target engine's migrations up to its version),
+ * has `fill` load it, then migrates it up to this build's schema; what was migrated up. A
+ * SQLite file this made is removed whole when anything fails: as if it had never run.
+ */
+export async function intoTarget(
+  config: DatabaseConfig,
+  from: Pick<ArchiveHeader, 'schema' | 'migrations' | 'service'>,
+  { replace, purpose }: { replace: boolean; purpose: 'move' | 'restore' },
+  fill: () => Promise<void>,
+): Promise<string[]> {
+  const known = await checkTarget(config, from, { replace, purpose });
+  const upToSource = known.filter(
+    (name) => migrationTimestamp(name) <= from.schema,
+  );
+  const sqliteFile =
+    config.engine === 'sqlite' ? resolve(config.sqlitePath) : undefined;
+  const created = sqliteFile !== undefined && !existsSync(sqliteFile);
+  try {
+    await migrate(config, upToSource);
+    await fill();
+  } catch (error) {
+    if (created) {
+      for (const suffix of ['', '-wal', '-shm', '-journal']) {
+        await rm(`${sqliteFile}${suffix}`, { force: true });
+      }
+    }
+    throw error;
+  }
+  const migratedUp = known.filter((name) => !upToSource.includes(name));
+  if (migratedUp.length > 0) await migrate(config);
+  return migratedUp;
+}
+
+/**
+ * Refuses, changing nothing, a store of a schema newer than this build's, or a target that
+ * would not take it; this build's migrations for the target's engine.
+ */
+export async function checkTarget(
+  config: DatabaseConfig,
+  from: Pick<ArchiveHeader, 'schema' | 'migrations' | 'service'>,
+  { replace, purpose }: { replace: boolean; purpose: 'move' | 'restore' },
+): Promise<string[]> {
+  const known = await buildMigrations(config.engine);
+  if (from.schema > schemaVersion(known)) {
+    const whose = purpose === 'move' ? "source's" : "archive's";
+    throw new BackupRefusal(
+      `the ${whose} schema (version ${from.schema}, ${from.migrations.at(-1)}) is newer than this build knows (${schemaVersion(known)}): ${purpose} it with release ${from.service} or a newer one`,
+    );
+  }
+  await refuseUnfitTarget(config, from, replace);
+  return known;
+}
+
 /** Refuses a target that holds data (unless `replace`), or whose schema is not the archive's. */
 async function refuseUnfitTarget(
   config: DatabaseConfig,
-  header: ArchiveHeader,
+  header: Pick<ArchiveHeader, 'schema' | 'migrations'>,
   replace: boolean,
 ): Promise<void> {
   if (config.engine === 'sqlite' && !existsSync(resolve(config.sqlitePath))) {
@@ -359,25 +412,26 @@ function describeHead(migrations: readonly string[]): string {
     : `version ${schemaVersion(migrations)}, ${migrations.at(-1)}`;
 }
 
-/** The archive's rows into the target, in one transaction checked before it commits. */
-async function load(
+/**
+ * Rows, as an archive holds them, into the target, in one transaction checked before it
+ * commits: each table's rows read back against the count and checksum its end gave.
+ */
+export async function load(
   config: DatabaseConfig,
-  file: string,
-  manifest: Record<string, TableSummary>,
+  entries: AsyncIterable<ArchiveEntry>,
+  service: string,
 ): Promise<void> {
   const store = await openStore(config, 'restore');
   try {
     const tables = await store.tables();
     const byName = new Map(tables.map((table) => [table.table, table]));
     await store.beginLoad(tables);
-    for (const { table } of tables) {
-      if (BOOKKEEPING_TABLES.has(table) || table in manifest) {
-        await store.clear(table);
-      }
-    }
-    const reader = new ArchiveReader(file);
+    // children before their parents; what it held is the archive's to replace (--replace), or
+    // what the service wrote by itself on the target before: a start, the migrations' seeds
+    for (const { table } of [...tables].reverse()) await store.clear(table);
     const loaded: StoreTable[] = [];
-    for await (const entry of reader.entries()) {
+    const expected: Record<string, TableSummary> = {};
+    for await (const entry of entries) {
       if (entry.kind === 'table') {
         const target = byName.get(entry.table.table);
         const missing = target
@@ -388,20 +442,22 @@ async function load(
           : [];
         if (!target || missing.length > 0) {
           throw new BackupRefusal(
-            `the archive holds ${target ? `columns ${missing.map(({ name }) => name).join(', ')} of table ${entry.table.table}` : `table ${entry.table.table}`}, which this build's schema has not: restore with the release that wrote it (${reader.header?.service})`,
+            `the store holds ${target ? `columns ${missing.map(({ name }) => name).join(', ')} of table ${entry.table.table}` : `table ${entry.table.table}`}, which this build's schema has not: use the release that wrote it (${service})`,
           );
         }
         loaded.push({ ...entry.table, dependsOn: target.dependsOn });
       } else if (entry.kind === 'rows') {
         await store.insert(entry.table, entry.rows);
+      } else {
+        expected[entry.table.table] = entry.summary;
       }
     }
     await store.resetSequences(loaded);
     const held = await summarize(store, loaded);
-    const wrong = differences(manifest, held);
+    const wrong = differences(expected, held);
     if (wrong.length > 0) {
       throw new Error(
-        `the rows loaded differ from the archive's in ${wrong.map(({ table }) => table).join(', ')}: nothing was restored`,
+        `the rows loaded differ from the source's in ${wrong.map(({ table }) => table).join(', ')}: nothing was loaded`,
       );
     }
     await store.commit();

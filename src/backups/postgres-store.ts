@@ -6,10 +6,13 @@ import {
   type CanonicalRow,
   type CanonicalValue,
 } from './archive-format';
+import { FENCED_WRITE_MESSAGE } from '../database/database-errors';
 import {
   canonicalInt,
+  FENCE_TRIGGER,
   inCanonicalOrder,
   MIGRATIONS_TABLE,
+  NOT_CARRIED,
   quoteName,
   READ_BATCH,
   unreadable,
@@ -110,9 +113,9 @@ export class PostgresStore implements StoreConnection {
     const columns = await this.query(
       `SELECT c.table_name, c.column_name, c.udt_name FROM information_schema.columns c ` +
         `JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name ` +
-        `WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.table_name <> $1 ` +
+        `WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND NOT c.table_name = ANY($1) ` +
         `ORDER BY c.table_name, c.ordinal_position`,
-      [MIGRATIONS_TABLE],
+      [[...NOT_CARRIED]],
     );
     const keys = await this.query(
       `SELECT child.relname, parent.relname FROM pg_constraint k ` +
@@ -210,6 +213,58 @@ export class PostgresStore implements StoreConnection {
         [quoteName(table), column],
       );
     }
+  }
+
+  async beginBarrier(): Promise<void> {
+    await this.query('BEGIN');
+    // the fence's triggers wait for the writes under way on each table: at most this long
+    await this.query(`SET LOCAL lock_timeout = '10s'`);
+  }
+
+  async fence(tables: readonly string[]): Promise<void> {
+    // read_only_sql_transaction: a write refused, answered 503 like a read-only server's
+    await this.query(
+      `CREATE OR REPLACE FUNCTION ${FENCE_TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS $$ ` +
+        `BEGIN RAISE EXCEPTION '${FENCED_WRITE_MESSAGE}' USING ERRCODE = 'read_only_sql_transaction'; END $$`,
+    );
+    for (const table of tables) {
+      await this.query(
+        `CREATE TRIGGER ${FENCE_TRIGGER} BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${quoteName(table)} ` +
+          `FOR EACH STATEMENT EXECUTE FUNCTION ${FENCE_TRIGGER}()`,
+      );
+    }
+  }
+
+  async unfence(): Promise<void> {
+    const fenced = await this.query(
+      `SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid ` +
+        `WHERE t.tgname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+      [FENCE_TRIGGER],
+    );
+    await this.query('BEGIN');
+    for (const [table] of fenced) {
+      await this.query(`DROP TRIGGER ${FENCE_TRIGGER} ON ${quoteName(table)}`);
+    }
+    await this.query(`DROP FUNCTION IF EXISTS ${FENCE_TRIGGER}()`);
+    await this.query('COMMIT');
+  }
+
+  async workUnderWay(): Promise<number> {
+    const [[count]] = await this.query(
+      `SELECT (SELECT count(*) FROM "webhook_deliveries" WHERE "status" = 'pending' AND "claimed_until" > clock_timestamp()) + ` +
+        `(SELECT count(*) FROM "scheduled_jobs" WHERE "leased_until" > clock_timestamp())`,
+    );
+    return Number(count);
+  }
+
+  async run(sql: string, parameters: unknown[]): Promise<void> {
+    let index = 0;
+    await this.query(
+      sql
+        .replaceAll('{now}', 'clock_timestamp()')
+        .replace(/\?/g, () => `$${++index}`),
+      parameters,
+    );
   }
 
   async close(): Promise<void> {

@@ -7,16 +7,22 @@ import {
   type CanonicalRow,
   type CanonicalValue,
 } from './archive-format';
+import { FENCED_WRITE_MESSAGE } from '../database/database-errors';
 import {
   canonicalInt,
+  FENCE_TRIGGER,
   inCanonicalOrder,
   MIGRATIONS_TABLE,
+  NOT_CARRIED,
   quoteName,
   READ_BATCH,
   unreadable,
   type StoreConnection,
   type StoreTable,
 } from './store-connection';
+
+/** The database's time as TypeORM writes a Date to SQLite, which compares as text. */
+const SQLITE_NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')";
 
 /** How long a statement waits for another connection's lock on the file. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -108,10 +114,11 @@ export class SqliteStore implements StoreConnection {
   tables(): Promise<StoreTable[]> {
     const names = this.db
       .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name <> ?",
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
       )
       .pluck()
-      .all(MIGRATIONS_TABLE) as string[];
+      .all()
+      .filter((name) => !NOT_CARRIED.has(name as string)) as string[];
     const tables = names.map((table): StoreTable => {
       const columns = (
         this.db.pragma(`table_info(${quoteName(table)})`) as {
@@ -196,6 +203,55 @@ export class SqliteStore implements StoreConnection {
           .run(name);
       }
     }
+    return Promise.resolve();
+  }
+
+  beginBarrier(): Promise<void> {
+    this.db.exec('BEGIN IMMEDIATE');
+    return Promise.resolve();
+  }
+
+  fence(tables: readonly string[]): Promise<void> {
+    for (const table of tables) {
+      for (const operation of ['INSERT', 'UPDATE', 'DELETE']) {
+        this.db.exec(
+          `CREATE TRIGGER ${quoteName(`${FENCE_TRIGGER}_${table}_${operation.toLowerCase()}`)} BEFORE ${operation} ON ${quoteName(table)} ` +
+            `BEGIN SELECT RAISE(ABORT, '${FENCED_WRITE_MESSAGE}'); END`,
+        );
+      }
+    }
+    return Promise.resolve();
+  }
+
+  unfence(): Promise<void> {
+    const names = this.db
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?",
+      )
+      .pluck()
+      .all(FENCE_TRIGGER.length + 1, `${FENCE_TRIGGER}_`) as string[];
+    this.db.transaction(() => {
+      for (const name of names) this.db.exec(`DROP TRIGGER ${quoteName(name)}`);
+    })();
+    return Promise.resolve();
+  }
+
+  workUnderWay(): Promise<number> {
+    return Promise.resolve(
+      Number(
+        this.db
+          .prepare(
+            `SELECT (SELECT count(*) FROM "webhook_deliveries" WHERE "status" = 'pending' AND "claimed_until" > ${SQLITE_NOW}) + ` +
+              `(SELECT count(*) FROM "scheduled_jobs" WHERE "leased_until" > ${SQLITE_NOW})`,
+          )
+          .pluck()
+          .get(),
+      ),
+    );
+  }
+
+  run(sql: string, parameters: unknown[]): Promise<void> {
+    this.db.prepare(sql.replaceAll('{now}', SQLITE_NOW)).run(...parameters);
     return Promise.resolve();
   }
 

@@ -9,6 +9,15 @@ import type {
 export const MIGRATIONS_TABLE = 'migrations';
 
 /**
+ * Tables that belong to one database, not to the store it holds: the moves of the store away
+ * from it (src/database/store-move.entity.ts), which would fence a store restored elsewhere.
+ */
+export const NOT_CARRIED: ReadonlySet<string> = new Set([
+  MIGRATIONS_TABLE,
+  'store_moves',
+]);
+
+/**
  * Tables that a service writes by itself when it starts on an empty database, or that the
  * migrations seed: a target holding rows in these alone holds no data yet, and a restore
  * replaces those rows with the archive's.
@@ -55,8 +64,21 @@ export interface StoreConnection {
   insert(table: ArchiveTable, rows: readonly CanonicalRow[]): Promise<void>;
   /** Sets every sequence and counter past the largest value its column holds (inside a load). */
   resetSequences(tables: readonly StoreTable[]): Promise<void>;
+  /** A write transaction that waits for the writes under way, and holds off all others. */
+  beginBarrier(): Promise<void>;
+  /** Makes every write to these tables fail from its commit on (inside a barrier): a move's fence. */
+  fence(tables: readonly string[]): Promise<void>;
+  /** Takes a fence away again: a move abandoned. */
+  unfence(): Promise<void>;
+  /** Webhook deliveries claimed and job ticks leased, whose claims have not run out: work under way. */
+  workUnderWay(): Promise<number>;
+  /** Runs a statement: `?` for each parameter, `{now}` for the database's time. */
+  run(sql: string, parameters: unknown[]): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The name every trigger of a move's fence starts with. */
+export const FENCE_TRIGGER = 'plant_store_fence';
 
 /** Rows read from the database at once. */
 export const READ_BATCH = 2_000;

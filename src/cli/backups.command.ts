@@ -1,4 +1,6 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
+import { move, MOVE_WAIT_MS } from '../backups/move';
+import { parseDuration } from '../config/environment';
 import {
   backup,
   restore,
@@ -7,8 +9,28 @@ import {
   type TableDifference,
 } from '../backups/backups';
 import type { TableSummary } from '../backups/archive-format';
-import type { DatabaseConfig } from '../config/database.config';
+import {
+  describeDatabase,
+  readDatabaseConfig,
+  type DatabaseConfig,
+} from '../config/database.config';
 import { formatTable, type CliOutput } from './cli-context';
+
+function parseTarget(url: string): DatabaseConfig {
+  try {
+    return readDatabaseConfig({ DATABASE_URL: url });
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+function parseWait(text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined) {
+    throw new InvalidArgumentError('expected a duration such as 30s or 2m');
+  }
+  return ms;
+}
 
 const count = (value: number) => value.toLocaleString('en-US');
 
@@ -105,5 +127,32 @@ export function backupsCommands(
       );
     });
 
-  return [backupCommand, restoreCommand, verifyCommand];
+  const moveCommand = new Command('move')
+    .description(
+      "move the store from DATABASE_URL's database into the empty database --to names, checked; instances on the old one turn read-only",
+    )
+    .requiredOption(
+      '--to <url>',
+      'the database to move into: postgres://… or sqlite:<file that does not exist yet>',
+      parseTarget,
+    )
+    .option(
+      '--wait <duration>',
+      'how long to wait for webhook deliveries and job ticks under way to end',
+      parseWait,
+      MOVE_WAIT_MS,
+    )
+    .action(async (options: { to: DatabaseConfig; wait: number }) => {
+      requireExisting();
+      const report = await move(database(), options.to, {
+        waitMs: options.wait,
+      });
+      for (const line of tableCounts(report.tables)) output.out(line);
+      const seconds = (ms: number) => (ms / 1000).toFixed(1);
+      output.out(
+        `moved ${Object.keys(report.tables).length} tables and ${count(totalRows(report.tables))} rows to ${describeDatabase(options.to)}, checked; writes were refused for ${seconds(report.writesRefusedMs)} s (${seconds(report.waitedMs)} s of it waiting for deliveries and job ticks under way). The old database's instances serve reads only: start the service with DATABASE_URL set to the new one`,
+      );
+    });
+
+  return [backupCommand, restoreCommand, verifyCommand, moveCommand];
 }

@@ -304,9 +304,21 @@ export function isWriteRefused(error: unknown): boolean {
   const code = driverCodeOf(error);
   return (
     code !== undefined &&
-    /^(SQLITE_(FULL|READONLY)(_.*)?|53100|25006)$/.test(code)
+    (/^(SQLITE_(FULL|READONLY)(_.*)?|53100|25006)$/.test(code) ||
+      // a move's fence on SQLite, which has no read-only error a trigger can raise
+      (code === 'SQLITE_CONSTRAINT_TRIGGER' &&
+        String((driverErrorOf(error) as Error).message).startsWith(
+          FENCED_WRITE_MESSAGE,
+        )))
   );
 }
+
+/**
+ * What a write fails with once a move has fenced the database with triggers (a write of an
+ * instance that has not looked yet, or of another release): the same 503 as a refused write.
+ */
+export const FENCED_WRITE_MESSAGE =
+  'the plant store has moved to another database';
 
 /** Connection failures the operator fixes in DATABASE_URL or on the server, by their code. */
 const CONNECT_FAILURES: Record<

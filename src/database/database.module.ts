@@ -21,6 +21,8 @@ import { DatabaseClock } from './database-clock';
 import { AutovacuumCheck } from './autovacuum-check';
 import { DatabaseMetrics } from './database-metrics';
 import { SchemaCompatibility } from './schema-compatibility';
+import { StoreFence } from './store-fence';
+import { StoreMove } from './store-move.entity';
 import {
   PortableDataSource,
   type MigrationReporter,
@@ -85,8 +87,14 @@ function migrationLog(logger: Logger): MigrationReporter {
     DatabaseMetrics,
     SchemaCompatibility,
     AutovacuumCheck,
+    StoreFence,
   ],
-  exports: [DatabaseAvailability, DatabaseClock, SchemaCompatibility],
+  exports: [
+    DatabaseAvailability,
+    DatabaseClock,
+    SchemaCompatibility,
+    StoreFence,
+  ],
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [databaseConfig.KEY],
@@ -108,6 +116,7 @@ function migrationLog(logger: Logger): MigrationReporter {
       dataSourceFactory: (options) =>
         Promise.resolve(new PortableDataSource(options!)),
     }),
+    TypeOrmModule.forFeature([StoreMove]),
     withoutRequestEnhancers(
       ClsModule.forRoot({
         global: true,

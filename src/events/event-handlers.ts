@@ -17,6 +17,7 @@ import {
   STORED_TIME_SLACK_MS,
 } from '../database/database-clock';
 import type { PortableDataSource } from '../database/portable-data-source';
+import { StoreFence } from '../database/store-fence';
 import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
 import {
@@ -67,6 +68,7 @@ export class EventHandlers
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly metrics: Metrics,
     private readonly clock: DatabaseClock,
+    private readonly fence: StoreFence,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -116,6 +118,7 @@ export class EventHandlers
           this.metrics,
           () => this.clock.now(),
           retry,
+          () => !this.fence.writable,
         ),
       );
     }

@@ -201,6 +201,8 @@ export class HandlerLoop {
     /** The database's time (DatabaseClock), in ms since the epoch. */
     private readonly now: () => number = Date.now,
     private readonly retry: HandlerRetry = DEFAULT_HANDLER_RETRY,
+    /** While true, nothing is handled: the store is moving (StoreFence). */
+    private readonly fenced: () => boolean = () => false,
   ) {}
 
   declare(): Promise<void> {
@@ -238,6 +240,7 @@ export class HandlerLoop {
 
   /** One turn: the events past its cursor, if any and if it may; says when to look again. */
   private async turn(): Promise<number> {
+    if (this.fenced()) return HANDLER_POLL_MS;
     const head = await this.store.head();
     const row = await this.store.row(this.name);
     if (row === null) return HANDLER_POLL_MS;

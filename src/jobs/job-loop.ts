@@ -42,6 +42,8 @@ export class JobLoop {
     private readonly metrics: Metrics,
     /** The database's time (DatabaseClock), in ms since the epoch. */
     private readonly now: () => number = Date.now,
+    /** While true, no tick is taken: the store is moving (StoreFence). */
+    private readonly fenced: () => boolean = () => false,
   ) {}
 
   start(): void {
@@ -70,6 +72,7 @@ export class JobLoop {
   /** Takes the latest tick if nobody ran it, runs it, and says when to wake next. */
   private async wake(): Promise<number> {
     const now = this.now();
+    if (this.fenced()) return now + FAILURE_PAUSE_MS;
     const tick = this.ticks.latest(now);
     if (tick === undefined)
       return this.ticks.after(now) ?? now + LONGEST_WAIT_MS;

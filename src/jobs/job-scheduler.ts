@@ -11,6 +11,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
 import { DatabaseClock } from '../database/database-clock';
+import { StoreFence } from '../database/store-fence';
 import { Metrics } from '../metrics/metrics';
 import { JobName, type PeriodicJob } from './job.decorator';
 import { JobLeases } from './job-leases';
@@ -39,6 +40,7 @@ export class JobScheduler
     @InjectRepository(ScheduledJob) jobs: Repository<ScheduledJob>,
     private readonly metrics: Metrics,
     private readonly clock: DatabaseClock,
+    private readonly fence: StoreFence,
   ) {
     this.leases = new JobLeases(
       jobs,
@@ -74,6 +76,7 @@ export class JobScheduler
           this.logger,
           this.metrics,
           () => this.clock.now(),
+          () => !this.fence.writable,
         ),
       );
     }

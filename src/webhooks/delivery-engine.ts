@@ -840,6 +840,8 @@ export interface LoopOptions {
   onPolled: () => void;
   /** A poll that failed; the next one comes after the interval, as usual. */
   onError: (error: unknown) => void;
+  /** While true, no poll claims or makes deliveries: the store is moving (StoreFence). */
+  fenced?: () => boolean;
 }
 
 /**
@@ -891,6 +893,10 @@ export class DispatchLoop {
 
   private async poll(): Promise<void> {
     if (this.stopped) return;
+    if (this.options.fenced?.()) {
+      this.schedule(this.options.intervalMs);
+      return;
+    }
     if (this.polling) {
       this.pollAgain = true;
       return;

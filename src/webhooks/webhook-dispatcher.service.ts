@@ -9,6 +9,7 @@ import { setMaxListeners } from 'node:events';
 import { webhooksConfig, type WebhooksConfig } from '../config/webhooks.config';
 import { DatabaseAvailability } from '../database/database-availability';
 import { DatabaseClock } from '../database/database-clock';
+import { StoreFence } from '../database/store-fence';
 import {
   isDatabaseBusy,
   isDatabaseUnavailable,
@@ -47,6 +48,7 @@ export class WebhookDispatcher
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly metrics: Metrics,
     clock: DatabaseClock,
+    fence: StoreFence,
   ) {
     this.engine = new DeliveryEngine({
       store,
@@ -64,6 +66,7 @@ export class WebhookDispatcher
       intervalMs: config.pollIntervalMs,
       onPolled: () => this.database.cameBack(),
       onError: (error) => this.pollFailed(error),
+      fenced: () => !fence.writable,
     });
   }
 
