@@ -59,6 +59,39 @@ export default async () => {
           },
         ],
         [
+          import('./database/store-move.entity'),
+          {
+            StoreMove: {
+              id: { required: true, type: () => String },
+              target: {
+                required: true,
+                type: () => String,
+                description: 'Where the store goes, without a password.',
+              },
+              startedAt: {
+                required: true,
+                type: () => Date,
+                description: 'When writes began to be refused.',
+              },
+              fencedAt: {
+                required: true,
+                type: () => Date,
+                nullable: true,
+                description:
+                  "When no write could reach this database any more: the copy's snapshot follows.",
+              },
+              endedAt: { required: true, type: () => Date, nullable: true },
+              outcome: {
+                required: true,
+                nullable: true,
+                description:
+                  '`moved` once the target holds the store, checked; `abandoned` when the move failed.',
+                enum: ['moved', 'abandoned'],
+              },
+            },
+          },
+        ],
+        [
           import('./events/event-handler.entity'),
           {
             EventHandlerState: {
