@@ -1,11 +1,17 @@
 // Backups, restores and moves of a large store (docs/operations.md, "Backups and restores"):
-// `node bench/backup.js [--plants 1000000] [--events 100000]` after `npm run build`, with
+// `node bench/backup.js [--plants 1000000] [--events 100000] [--heap MB]` after `npm run build`, with
 // PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres). Prints
 // each step's time, throughput and the CLI's peak RSS, and creates' p99 at 32 connections
 // without and beside a backup. Figures: bench/README.md, "Issue 59".
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
-const { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } = require('node:fs');
+const {
+  existsSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { randomBytes } = require('node:crypto');
@@ -16,7 +22,9 @@ const { Client } = require('pg');
 const ROOT = join(__dirname, '..');
 const CLI = join(ROOT, 'dist', 'cli.js');
 const MAIN = join(ROOT, 'dist', 'main.js');
-const ADMIN = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN =
+  process.env.TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/postgres';
 const arg = (name, fallback) => {
   const at = process.argv.indexOf(`--${name}`);
   return at > 0 ? Number(process.argv[at + 1]) : fallback;
@@ -24,18 +32,27 @@ const arg = (name, fallback) => {
 const PLANTS = arg('plants', 1_000_000);
 const EVENTS = arg('events', 100_000);
 const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+// `--heap 64`: the CLI's V8 heap capped, to show that its memory does not grow with the store
+const HEAP_MB = arg('heap', undefined);
 
 /** Runs the CLI; its wall time in s and, where /usr/bin/time is, its peak RSS in MB. */
 function cli(databaseUrl, ...args) {
-  const command = TIME ? [TIME, '-f', 'rss_kb=%M', process.execPath, CLI, ...args] : [process.execPath, CLI, ...args];
+  const command = TIME
+    ? [TIME, '-f', 'rss_kb=%M', process.execPath, CLI, ...args]
+    : [process.execPath, CLI, ...args];
   const started = process.hrtime.bigint();
   const run = spawnSync(command[0], command.slice(1), {
-    env: { PATH: process.env.PATH, DATABASE_URL: databaseUrl },
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: databaseUrl,
+      ...(HEAP_MB && { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` }),
+    },
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  if (run.status !== 0) throw new Error(`${args.join(' ')} failed:\n${run.stderr}`);
+  if (run.status !== 0)
+    throw new Error(`${args.join(' ')} failed:\n${run.stderr}`);
   const rss = /rss_kb=(\d+)/.exec(run.stderr);
   return {
     seconds,
@@ -69,7 +86,9 @@ function fillSqlite(file) {
   cli(`sqlite:${file}`, 'tokens', 'create', '--name', 'bench');
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  const plant = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)');
+  const plant = db.prepare(
+    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)',
+  );
   const event = db.prepare(
     "INSERT INTO events (id, type, payload, created_at, seq) VALUES (?, 'plant.added', ?, strftime('%Y-%m-%d %H:%M:%f', 'now'), ?)",
   );
@@ -99,15 +118,28 @@ async function p99OfCreates(baseUrl, token, during) {
     requests: [
       {
         method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        setupRequest: (request) => ({ ...request, body: `{"id":${(next += 1)},"name":"Fern"}` }),
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+        },
+        setupRequest: (request) => ({
+          ...request,
+          body: `{"id":${(next += 1)},"name":"Fern"}`,
+        }),
       },
     ],
   });
-  const beside = during ? new Promise((resolve) => setTimeout(resolve, 500)).then(during) : undefined;
+  const beside = during
+    ? new Promise((resolve) => setTimeout(resolve, 500)).then(during)
+    : undefined;
   const result = await run;
   const besideResult = await beside;
-  return { p99: result.latency.p99, rps: Math.round(result.requests.average), non2xx: result.non2xx, beside: besideResult };
+  return {
+    p99: result.latency.p99,
+    rps: Math.round(result.requests.average),
+    non2xx: result.non2xx,
+    beside: besideResult,
+  };
 }
 
 async function main() {
@@ -115,39 +147,71 @@ async function main() {
   const dropped = [];
   try {
     const source = join(folder, 'source.sqlite');
-    console.log(`filling a SQLite store with ${PLANTS.toLocaleString('en-US')} plants and ${EVENTS.toLocaleString('en-US')} events`);
+    console.log(
+      `filling a SQLite store with ${PLANTS.toLocaleString('en-US')} plants and ${EVENTS.toLocaleString('en-US')} events`,
+    );
     fillSqlite(source);
     const rows = PLANTS + EVENTS;
     const report = (step, { seconds, rssMb }, extra = '') =>
       console.log(
-        `${step.padEnd(34)} ${seconds.toFixed(1).padStart(6)} s  ${Math.round(rows / seconds).toLocaleString('en-US').padStart(9)} rows/s  peak RSS ${rssMb ?? 'n/a'} MB${extra}`,
+        `${step.padEnd(34)} ${seconds.toFixed(1).padStart(6)} s  ${Math.round(
+          rows / seconds,
+        )
+          .toLocaleString('en-US')
+          .padStart(9)} rows/s  peak RSS ${rssMb ?? 'n/a'} MB${extra}`,
       );
 
     const fromSqlite = join(folder, 'from-sqlite.archive');
     const backup = cli(`sqlite:${source}`, 'backup', fromSqlite);
-    report('backup, SQLite', backup, `  archive ${(statSync(fromSqlite).size / 1e6).toFixed(1)} MB`);
+    report(
+      'backup, SQLite',
+      backup,
+      `  archive ${(statSync(fromSqlite).size / 1e6).toFixed(1)} MB`,
+    );
 
     const pg = await postgresDatabase();
     dropped.push(pg);
     report('restore into PostgreSQL', cli(pg.url, 'restore', fromSqlite));
-    report('verify --against PostgreSQL', cli(pg.url, 'verify', fromSqlite, '--against'));
+    report(
+      'verify --against PostgreSQL',
+      cli(pg.url, 'verify', fromSqlite, '--against'),
+    );
     const fromPostgres = join(folder, 'from-postgres.archive');
     report('backup, PostgreSQL', cli(pg.url, 'backup', fromPostgres));
-    report('restore into a new SQLite file', cli(`sqlite:${join(folder, 'back.sqlite')}`, 'restore', fromPostgres));
+    report(
+      'restore into a new SQLite file',
+      cli(`sqlite:${join(folder, 'back.sqlite')}`, 'restore', fromPostgres),
+    );
 
     const moveTarget = await postgresDatabase();
     dropped.push(moveTarget);
     const moved = cli(`sqlite:${source}`, 'move', '--to', moveTarget.url);
     report('move SQLite to PostgreSQL', moved);
-    console.log(`  ${/writes were refused for [\d.]+ s/.exec(moved.lastLine)?.[0]}`);
+    console.log(
+      `  ${/writes were refused for [\d.]+ s/.exec(moved.lastLine)?.[0]}`,
+    );
 
     // creates beside a backup, on a store of the same size that was not moved
     const served = join(folder, 'served.sqlite');
     fillSqlite(served);
-    const token = cli(`sqlite:${served}`, 'tokens', 'create', '--name', 'load').lastLine;
+    const token = cli(
+      `sqlite:${served}`,
+      'tokens',
+      'create',
+      '--name',
+      'load',
+    ).lastLine;
     const port = 30_000 + Math.floor(Math.random() * 20_000);
     const service = spawn(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${served}`, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_TOKEN: '1000000000', RATE_LIMIT_PER_ADDRESS: '1000000000' },
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: `sqlite:${served}`,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'silent',
+        RATE_LIMIT_PER_TOKEN: '1000000000',
+        RATE_LIMIT_PER_ADDRESS: '1000000000',
+      },
       stdio: 'ignore',
     });
     try {
@@ -161,17 +225,31 @@ async function main() {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const alone = await p99OfCreates(baseUrl, token);
-      const beside = await p99OfCreates(baseUrl, token, () =>
-        new Promise((resolve) => {
-          const started = Date.now();
-          const child = spawn(process.execPath, [CLI, 'backup', join(folder, 'beside.archive')], {
-            env: { PATH: process.env.PATH, DATABASE_URL: `sqlite:${served}` },
-            stdio: 'ignore',
-          });
-          child.on('exit', (code) => resolve({ code, seconds: (Date.now() - started) / 1000 }));
-        }),
+      const beside = await p99OfCreates(
+        baseUrl,
+        token,
+        () =>
+          new Promise((resolve) => {
+            const started = Date.now();
+            const child = spawn(
+              process.execPath,
+              [CLI, 'backup', join(folder, 'beside.archive')],
+              {
+                env: {
+                  PATH: process.env.PATH,
+                  DATABASE_URL: `sqlite:${served}`,
+                },
+                stdio: 'ignore',
+              },
+            );
+            child.on('exit', (code) =>
+              resolve({ code, seconds: (Date.now() - started) / 1000 }),
+            );
+          }),
       );
-      console.log(`creates at 32 connections, SQLite: p99 ${alone.p99} ms alone (${alone.rps} req/s), ${beside.p99} ms beside a backup (${beside.rps} req/s; the backup took ${beside.beside.seconds.toFixed(1)} s, exit ${beside.beside.code})`);
+      console.log(
+        `creates at 32 connections, SQLite: p99 ${alone.p99} ms alone (${alone.rps} req/s), ${beside.p99} ms beside a backup (${beside.rps} req/s; the backup took ${beside.beside.seconds.toFixed(1)} s, exit ${beside.beside.code})`,
+      );
     } finally {
       service.kill('SIGTERM');
     }

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { AuthModule } from './auth/auth.module';
+import { BackupsModule } from './backups/backups.module';
 import { oidcConfig } from './auth/oidc/oidc.config';
 import { BearerGuard } from './auth/bearer.guard';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
@@ -39,6 +40,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     PlantsModule,
     HealthModule,
     WebhooksModule,
+    BackupsModule,
   ],
   providers: [
     // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts).

@@ -59,10 +59,16 @@ export class ArchiveWriter {
     await this.line(JSON.stringify(table));
   }
 
-  async row(values: CanonicalRow): Promise<void> {
-    const text = JSON.stringify(values);
-    this.table!.checksum.add(text);
-    await this.line(text);
+  /** A batch of the table's rows, written at once. */
+  async rows(rows: readonly CanonicalRow[]): Promise<void> {
+    let text = '';
+    for (const values of rows) {
+      const line = JSON.stringify(values);
+      this.table!.checksum.add(line);
+      text += `${line}\n`;
+    }
+    this.hash.update(text);
+    if (!this.gzip.write(text)) await once(this.gzip, 'drain');
   }
 
   async endTable(): Promise<TableSummary> {

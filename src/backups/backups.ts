@@ -98,9 +98,8 @@ export async function backup(
     writer = await ArchiveWriter.create(file, header);
     for await (const entry of storeEntries(store)) {
       if (entry.kind === 'table') await writer.beginTable(entry.table);
-      else if (entry.kind === 'rows') {
-        for (const row of entry.rows) await writer.row(row);
-      } else await writer.endTable();
+      else if (entry.kind === 'rows') await writer.rows(entry.rows);
+      else await writer.endTable();
     }
     const tables = await writer.finish();
     writer = undefined;

@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { StartupError } from '../common/errors/startup-error';
 import { readDatabaseConfig } from '../config/database.config';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- prepareDatabase is handed the driver's own connection
@@ -18,6 +18,7 @@ import Database from 'better-sqlite3';
 import {
   createDataSourceOptions,
   ensureDatabaseFolder,
+  migrationFiles,
   migrationsPattern,
 } from './data-source-options';
 
@@ -122,6 +123,32 @@ describe('migrationsPattern', () => {
     expect(migrationsPattern('postgres')).toBe(
       join(__dirname, '..', '**', 'migrations', 'postgres', '*.{js,ts}'),
     );
+  });
+});
+
+describe('migrationFiles', () => {
+  it("lists the files migrationsPattern finds: each module's, for one engine only", () => {
+    const sqlite = migrationFiles('sqlite').map((file) =>
+      relative(join(__dirname, '..'), file),
+    );
+    expect(sqlite).toEqual(
+      expect.arrayContaining([
+        join('database', 'migrations', 'sqlite', '1795654899005-Initial.ts'),
+        join(
+          'events',
+          'migrations',
+          'sqlite',
+          '1795940000000-SkippedEvents.ts',
+        ),
+      ]),
+    );
+    for (const file of sqlite) {
+      expect(file).toMatch(/(^|\/)migrations\/sqlite\/[^/]+\.ts$/);
+    }
+    expect(migrationFiles('postgres')).not.toEqual(
+      expect.arrayContaining([expect.stringContaining('/sqlite/')]),
+    );
+    expect(migrationFiles('postgres').length).toBeGreaterThan(10);
   });
 });
 

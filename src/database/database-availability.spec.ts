@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { QueryFailedError, type DataSource } from 'typeorm';
 import { DatabaseAvailability } from './database-availability';
-import { isWriteRefused } from './database-errors';
+import { FENCED_WRITE_MESSAGE, isWriteRefused } from './database-errors';
 import { PortableDataSource } from './portable-data-source';
 
 const failed = (code: string, message = code) =>
@@ -28,6 +28,18 @@ describe('isWriteRefused', () => {
       expect(isWriteRefused(failed(code))).toBe(false);
     },
   );
+
+  it("holds a write a move's fence refused on SQLite, and no other trigger's refusal", () => {
+    expect(
+      isWriteRefused(failed('SQLITE_CONSTRAINT_TRIGGER', FENCED_WRITE_MESSAGE)),
+    ).toBe(true);
+    expect(
+      isWriteRefused(failed('SQLITE_CONSTRAINT_TRIGGER', 'a rule of its own')),
+    ).toBe(false);
+    expect(
+      isWriteRefused(failed('SQLITE_CONSTRAINT_CHECK', FENCED_WRITE_MESSAGE)),
+    ).toBe(false);
+  });
 
   it('does not hold an error without a code', () => {
     expect(isWriteRefused(new Error('database or disk is full'))).toBe(false);

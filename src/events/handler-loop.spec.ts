@@ -729,6 +729,32 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
     expect((await runs())[`${NAME} handled`]).toBe(2);
   });
 
+  it('handles nothing while the store moves (fenced), and goes on once it may', async () => {
+    const db = new MemoryDatabase();
+    let fenced = true;
+    const loop = new HandlerLoop(
+      NAME,
+      [HANDLED],
+      every(0),
+      db.storeOf('a', () => false),
+      'a',
+      new Logger('EventHandlers'),
+      new Metrics(false),
+      Date.now,
+      DEFAULT_HANDLER_RETRY,
+      () => fenced,
+    );
+    await loop.declare();
+    db.append(HANDLED);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(5000);
+    expect(db.row!.cursor).toBe(0n);
+    fenced = false;
+    await jest.advanceTimersByTimeAsync(HANDLER_POLL_MS + 100);
+    await loop.stop();
+    expect(db.row!.cursor).toBe(1n);
+  });
+
   it('handles every skipped event asked for in one turn, and stops at one whose lease it lost', async () => {
     const db = new MemoryDatabase();
     const loop = new HandlerLoop(

@@ -86,7 +86,12 @@ function recordingJob(
   };
 }
 
-function loopOf(job: PeriodicJob, leases: Leases, name = 'test.job'): JobLoop {
+function loopOf(
+  job: PeriodicJob,
+  leases: Leases,
+  name = 'test.job',
+  fenced = () => false,
+): JobLoop {
   return new JobLoop(
     name,
     'TestJob',
@@ -95,6 +100,8 @@ function loopOf(job: PeriodicJob, leases: Leases, name = 'test.job'): JobLoop {
     leases,
     new Logger('JobScheduler'),
     new Metrics(false),
+    Date.now,
+    fenced,
   );
 }
 
@@ -149,6 +156,20 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
     expect(new Set(row.ended.map(({ instance }) => instance)).size).toBe(3);
     expect(errors).not.toHaveBeenCalled();
     expect(warnings).not.toHaveBeenCalled();
+  });
+
+  it('takes no tick while the store moves (fenced), and takes them again once it may', async () => {
+    const row = new MemoryRow();
+    const job = recordingJob('1s', 100);
+    let fenced = true;
+    const loop = loopOf(job, row.leasesOf('a'), 'test.job', () => fenced);
+    loop.start();
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(job.runs).toEqual([]);
+    fenced = false;
+    await jest.advanceTimersByTimeAsync(FAILURE_PAUSE_MS + 2000);
+    await stopAll(loop);
+    expect(job.runs.length).toBeGreaterThan(0);
   });
 
   it('runs a tick again when the instance running it dies, once its lease has run out', async () => {

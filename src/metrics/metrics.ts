@@ -131,6 +131,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly backups = new Counter({
+    name: 'plant_store_backups_total',
+    help: 'Scheduled backups this instance took, by outcome: done, failed',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly queryDuration = new Histogram({
     name: 'db_client_operation_duration_seconds',
     help: 'Duration of database statements',
