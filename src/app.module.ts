@@ -36,11 +36,11 @@ import { WebhooksModule } from './webhooks/webhooks.module';
     IdempotencyModule,
     JobsModule,
     EventHandlersModule,
+    BackupsModule,
     // feature modules
     PlantsModule,
     HealthModule,
     WebhooksModule,
-    BackupsModule,
   ],
   providers: [
     // Rate limits and token proof come before routing (RequestAdmission, in setup-app.ts).

@@ -149,6 +149,26 @@ const post = (
     body: JSON.stringify(body),
   });
 
+/** Starts the service on `url`, creates each plant through it, and stops it. */
+async function createThrough(
+  url: string,
+  token: string,
+  ...plants: object[]
+): Promise<void> {
+  const service = await startServiceProcess({
+    DATABASE_URL: url,
+    ...SERVICE_SETTINGS,
+  });
+  try {
+    for (const plant of plants) {
+      expect((await post(service, token, plant)).status).toBe(200);
+    }
+  } finally {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  }
+}
+
 // docs/operations.md, "Backups and restores": backup, restore and verify, over real processes,
 // each store of the jest project's engine
 describe(`backup, restore and verify (${ENGINE})`, () => {
@@ -476,19 +496,10 @@ describe(`backup, restore and verify (${ENGINE})`, () => {
 
     // one archive for every refusal, of a store with a plant
     const makeArchive = async (): Promise<string> => {
-      const token = await tokenOn(source.url);
-      const service = await startServiceProcess({
-        DATABASE_URL: source.url,
-        ...SERVICE_SETTINGS,
+      await createThrough(source.url, await tokenOn(source.url), {
+        id: 7,
+        name: 'Ivy',
       });
-      try {
-        expect(
-          (await post(service, token, { id: 7, name: 'Ivy' })).status,
-        ).toBe(200);
-      } finally {
-        service.child.kill('SIGTERM');
-        await service.exited;
-      }
       const file = join(kept.path, 'store.archive');
       expect((await cli(source.url, 'backup', file)).status).toBe(0);
       return file;
@@ -560,19 +571,10 @@ describe(`backup, restore and verify (${ENGINE})`, () => {
 
     it('a target that holds data, unless --replace', async () => {
       expect((await cli(target.url, 'restore', archive)).status).toBe(0);
-      const token = await tokenOn(target.url, 'target');
-      const service = await startServiceProcess({
-        DATABASE_URL: target.url,
-        ...SERVICE_SETTINGS,
+      await createThrough(target.url, await tokenOn(target.url, 'target'), {
+        id: 8,
+        name: 'Yew',
       });
-      try {
-        expect(
-          (await post(service, token, { id: 8, name: 'Yew' })).status,
-        ).toBe(200);
-      } finally {
-        service.child.kill('SIGTERM');
-        await service.exited;
-      }
       const held = join(folder.path, 'held.archive');
       expect((await cli(target.url, 'backup', held)).status).toBe(0);
       const refused = await cli(target.url, 'restore', archive);

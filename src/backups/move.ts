@@ -8,15 +8,8 @@ import {
 import { FENCE_POLL_MS } from '../database/store-fence';
 import { schemaVersion, type TableSummary } from './archive-format';
 import type { ArchiveEntry } from './archive-file';
-import {
-  BackupRefusal,
-  checkTarget,
-  intoTarget,
-  migrate,
-  openStore,
-  storeEntries,
-  load,
-} from './backups';
+import { BackupRefusal, openStore, storeEntries } from './backups';
+import { checkTarget, intoTarget, load, migrate } from './restore';
 import type { StoreConnection } from './store-connection';
 
 /** How long the move waits for deliveries and job ticks under way to end, by default. */

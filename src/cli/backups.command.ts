@@ -3,11 +3,11 @@ import { move, MOVE_WAIT_MS } from '../backups/move';
 import { parseDuration } from '../config/environment';
 import {
   backup,
-  restore,
   verifyAgainst,
   verifyArchive,
   type TableDifference,
 } from '../backups/backups';
+import { restore } from '../backups/restore';
 import type { TableSummary } from '../backups/archive-format';
 import {
   describeDatabase,
