@@ -142,6 +142,58 @@ async function p99OfCreates(baseUrl, token, during) {
   };
 }
 
+/** Creates' p99 at 32 connections on the store at `url`, alone and beside a backup of it. */
+async function createsBesideABackup(engine, url, folder) {
+  const token = cli(url, 'tokens', 'create', '--name', 'load').lastLine;
+  const port = 30_000 + Math.floor(Math.random() * 20_000);
+  const service = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      RATE_LIMIT_PER_TOKEN: '1000000000',
+      RATE_LIMIT_PER_ADDRESS: '1000000000',
+    },
+    stdio: 'ignore',
+  });
+  try {
+    const baseUrl = `http://127.0.0.1:${port}`;
+    for (let tries = 0; ; tries += 1) {
+      try {
+        if ((await fetch(`${baseUrl}/health/live`)).ok) break;
+      } catch {
+        if (tries > 200) throw new Error('the service did not start');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const alone = await p99OfCreates(baseUrl, token);
+    const archive = join(folder, `beside-${engine}.archive`);
+    const beside = await p99OfCreates(
+      baseUrl,
+      token,
+      () =>
+        new Promise((resolve) => {
+          const started = Date.now();
+          const child = spawn(process.execPath, [CLI, 'backup', archive], {
+            env: { PATH: process.env.PATH, DATABASE_URL: url },
+            stdio: 'ignore',
+          });
+          child.on('exit', (code) =>
+            resolve({ code, seconds: (Date.now() - started) / 1000 }),
+          );
+        }),
+    );
+    console.log(
+      `creates at 32 connections, ${engine}: p99 ${alone.p99} ms alone (${alone.rps} req/s), ${beside.p99} ms beside a backup (${beside.rps} req/s; the backup took ${beside.beside.seconds.toFixed(1)} s, exit ${beside.beside.code})`,
+    );
+  } finally {
+    service.kill('SIGTERM');
+    await new Promise((resolve) => service.once('exit', resolve));
+  }
+}
+
 async function main() {
   const folder = mkdtempSync(join(tmpdir(), 'plant-store-bench-backup-'));
   const dropped = [];
@@ -191,68 +243,14 @@ async function main() {
       `  ${/writes were refused for [\d.]+ s/.exec(moved.lastLine)?.[0]}`,
     );
 
-    // creates beside a backup, on a store of the same size that was not moved
+    // creates beside a backup, on stores of the same size that were not moved
     const served = join(folder, 'served.sqlite');
     fillSqlite(served);
-    const token = cli(
-      `sqlite:${served}`,
-      'tokens',
-      'create',
-      '--name',
-      'load',
-    ).lastLine;
-    const port = 30_000 + Math.floor(Math.random() * 20_000);
-    const service = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH,
-        DATABASE_URL: `sqlite:${served}`,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'silent',
-        RATE_LIMIT_PER_TOKEN: '1000000000',
-        RATE_LIMIT_PER_ADDRESS: '1000000000',
-      },
-      stdio: 'ignore',
-    });
-    try {
-      const baseUrl = `http://127.0.0.1:${port}`;
-      for (let tries = 0; ; tries += 1) {
-        try {
-          if ((await fetch(`${baseUrl}/health/live`)).ok) break;
-        } catch {
-          if (tries > 200) throw new Error('the service did not start');
-        }
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      const alone = await p99OfCreates(baseUrl, token);
-      const beside = await p99OfCreates(
-        baseUrl,
-        token,
-        () =>
-          new Promise((resolve) => {
-            const started = Date.now();
-            const child = spawn(
-              process.execPath,
-              [CLI, 'backup', join(folder, 'beside.archive')],
-              {
-                env: {
-                  PATH: process.env.PATH,
-                  DATABASE_URL: `sqlite:${served}`,
-                },
-                stdio: 'ignore',
-              },
-            );
-            child.on('exit', (code) =>
-              resolve({ code, seconds: (Date.now() - started) / 1000 }),
-            );
-          }),
-      );
-      console.log(
-        `creates at 32 connections, SQLite: p99 ${alone.p99} ms alone (${alone.rps} req/s), ${beside.p99} ms beside a backup (${beside.rps} req/s; the backup took ${beside.beside.seconds.toFixed(1)} s, exit ${beside.beside.code})`,
-      );
-    } finally {
-      service.kill('SIGTERM');
-    }
+    await createsBesideABackup('SQLite', `sqlite:${served}`, folder);
+    const servedPostgres = await postgresDatabase();
+    dropped.push(servedPostgres);
+    cli(servedPostgres.url, 'restore', fromSqlite);
+    await createsBesideABackup('PostgreSQL', servedPostgres.url, folder);
   } finally {
     for (const database of dropped) await database.drop();
     rmSync(folder, { recursive: true, force: true });

@@ -106,6 +106,12 @@ describe('timeFromText', () => {
     expect(timeFromText('2026-12-05 09:30')?.toISOString()).toBe(
       '2026-12-05T09:30:00.000Z',
     );
+    expect(timeFromText('2026-12-05T09:30:00.1')?.toISOString()).toBe(
+      '2026-12-05T09:30:00.100Z',
+    );
+    expect(timeFromText('2026-12-05T09:30:00')?.toISOString()).toBe(
+      '2026-12-05T09:30:00.000Z',
+    );
     expect(timeFromText('2026-12-05T09:30:00.123Z')?.toISOString()).toBe(
       '2026-12-05T09:30:00.123Z',
     );
@@ -117,6 +123,10 @@ describe('timeFromText', () => {
   it('gives nothing for text that is no time', () => {
     expect(timeFromText('yesterday')).toBeUndefined();
     expect(timeFromText('')).toBeUndefined();
+    expect(timeFromText('x2026-12-05 09:30:00')).toBeUndefined();
+    expect(timeFromText('2026-12-05 09:30:00 and more')).toBeUndefined();
+    expect(timeFromText('2026-13-45 09:30:00')).toBeUndefined();
+    expect(timeFromText('Sat Dec 05 2026 09:30:00')).toBeUndefined();
   });
 });
 
@@ -126,6 +136,9 @@ describe('schema versions', () => {
       1795940000000,
     );
     expect(migrationTimestamp('NoTimestamp')).toBe(0);
+    expect(migrationTimestamp('Copy1111111111111Of1795940000000')).toBe(
+      1795940000000,
+    );
     expect(
       schemaVersion([
         'Initial1795654899005',

@@ -79,6 +79,8 @@ export interface ArchiveManifest {
  * lanes, most significant first: a million rows' worth of BigInt arithmetic cost more than
  * their hashing.
  */
+const LANE = 2 ** 32;
+
 export class TableChecksum {
   private readonly lanes = new Array<number>(8).fill(0);
   rows = 0;
@@ -88,8 +90,8 @@ export class TableChecksum {
     let carry = 0;
     for (let lane = 7; lane >= 0; lane -= 1) {
       const sum = this.lanes[lane] + digest.readUInt32BE(lane * 4) + carry;
-      this.lanes[lane] = sum % 0x1_0000_0000;
-      carry = sum >= 0x1_0000_0000 ? 1 : 0;
+      carry = Math.floor(sum / LANE);
+      this.lanes[lane] = sum - carry * LANE;
     }
     this.rows += 1;
   }
@@ -141,11 +143,18 @@ export function postgresKind(udtName: string): ColumnKind {
 /** An archive, or a line of one, that cannot be read: `where` says which line. */
 export class ArchiveError extends Error {}
 
-/** A time SQLite stores as TypeORM and the triggers write it (`2026-12-05 09:30:00.123`), or ISO. */
+/** A stored time: its date, its time of day, and its zone when it says one (UTC otherwise). */
+const STORED_TIME =
+  /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:\d{2})?$/;
+
+/**
+ * A time as SQLite stores it, as TypeORM and the triggers write it (`2026-12-05 09:30:00.123`,
+ * UTC), or ISO 8601: never read in the machine's own zone.
+ */
 export function timeFromText(text: string): Date | undefined {
-  const iso = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(text)
-    ? `${text.replace(' ', 'T')}Z`
-    : text;
-  const date = new Date(iso);
+  const parts = STORED_TIME.exec(text);
+  if (!parts) return undefined;
+  const [, day, time, zone = 'Z'] = parts;
+  const date = new Date(`${day}T${time}${zone}`);
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
