@@ -7,7 +7,6 @@ import {
 } from '../config/database.config';
 import { FENCE_POLL_MS } from '../database/store-fence';
 import { schemaVersion, type TableSummary } from './archive-format';
-import type { ArchiveEntry } from './archive-file';
 import { BackupRefusal, openStore, storeEntries } from './backups';
 import { checkTarget, intoTarget, load, migrate } from './restore';
 import type { StoreConnection } from './store-connection';
@@ -83,12 +82,14 @@ export async function move(
     await fenceOnceIdle(store, fencedTables, id, waitMs);
     const waitedMs = performance.now() - waitStarted;
     await store.beginSnapshot();
-    const tables: Record<string, TableSummary> = {};
+    let tables: Record<string, TableSummary> = {};
     const migratedUp = await intoTarget(
       target,
       from,
       { replace: false, purpose: 'move' },
-      () => load(target, counted(storeEntries(store), tables), from.service),
+      async () => {
+        tables = await load(target, storeEntries(store), from.service);
+      },
     );
     await store.rollback();
     await store.run(
@@ -106,17 +107,6 @@ export async function move(
     throw error;
   } finally {
     await store.close();
-  }
-}
-
-/** Each table's count and checksum as the entries pass on to the target. */
-async function* counted(
-  entries: AsyncIterable<ArchiveEntry>,
-  tables: Record<string, TableSummary>,
-): AsyncGenerator<ArchiveEntry> {
-  for await (const entry of entries) {
-    if (entry.kind === 'end') tables[entry.table.table] = entry.summary;
-    yield entry;
   }
 }
 

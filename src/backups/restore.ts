@@ -125,7 +125,7 @@ export async function intoTarget(
   config: DatabaseConfig,
   from: Pick<ArchiveHeader, 'schema' | 'migrations' | 'service'>,
   { replace, purpose }: { replace: boolean; purpose: 'move' | 'restore' },
-  fill: () => Promise<void>,
+  fill: () => Promise<unknown>,
 ): Promise<string[]> {
   const known = await checkTarget(config, from, { replace, purpose });
   const upToSource = known.filter(
@@ -225,7 +225,7 @@ export async function load(
   config: DatabaseConfig,
   entries: AsyncIterable<ArchiveEntry>,
   service: string,
-): Promise<void> {
+): Promise<Record<string, TableSummary>> {
   const store = await openStore(config, 'restore');
   try {
     const tables = await store.tables();
@@ -266,6 +266,7 @@ export async function load(
       );
     }
     await store.commit();
+    return expected;
   } catch (error) {
     await store.rollback().catch(() => undefined);
     throw error;
