@@ -314,9 +314,18 @@ describe(`backup, restore and verify (${ENGINE})`, () => {
   });
 
   it('restores a store that serves on: tokens authenticate (revoked ones stay revoked), keys replay, and owed events go out under the webhook ids they had', async () => {
-    const receiver = await WebhookReceiver.start((_request, response) =>
-      response.writeHead(503).end(),
-    );
+    // one receiver throughout, never a port given up and taken again: it refuses while the
+    // source runs first, then takes what the restored store sends, then what the source does
+    let phase: 'refusing' | 'target' | 'source' = 'refusing';
+    const got = { target: [] as string[], source: [] as string[] };
+    const receiver = await WebhookReceiver.start((request, response) => {
+      if (phase === 'refusing') {
+        response.writeHead(503).end();
+        return;
+      }
+      got[phase].push(String(request.headers['webhook-id']));
+      response.end();
+    });
     expect(
       (await cli(source.url, 'webhooks', 'add', '--url', receiver.url)).status,
     ).toBe(0);
@@ -374,16 +383,17 @@ describe(`backup, restore and verify (${ENGINE})`, () => {
     const target = await emptyTarget(ENGINE, folder.path);
     try {
       expect((await cli(target.url, 'restore', archive)).status).toBe(0);
-      // the subscription's URL is the first receiver's: the restored store sends there
-      await receiver.close();
-      const relay = await WebhookReceiver.start(undefined, receiver.port);
+      phase = 'target';
       const restored = await startServiceProcess({
         DATABASE_URL: target.url,
         ...SERVICE_SETTINGS,
       });
+      let ids: string[];
       try {
-        const delivered = await relay.waitFor(8);
-        const ids = delivered.map(({ headers }) => headers['webhook-id']);
+        ids = await eventually(
+          () => got.target,
+          (received) => received.length >= 8,
+        );
         expect(new Set(ids).size).toBe(8);
         const replay = await fetch(`${restored.baseUrl}/plants`, {
           method: 'POST',
@@ -408,30 +418,26 @@ describe(`backup, restore and verify (${ENGINE})`, () => {
           headers: { Authorization: `Bearer ${revoked.lastLine}` },
         });
         expect(refused.status).toBe(401);
-        // the source, started again, sends the same owed events under the same ids: a
-        // receiver that drops ids it has seen gets each event once
-        restored.child.kill('SIGTERM');
-        await restored.exited;
-        await relay.close();
-        const resent = await WebhookReceiver.start(undefined, receiver.port);
-        const again = await startServiceProcess({
-          DATABASE_URL: source.url,
-          ...SERVICE_SETTINGS,
-        });
-        try {
-          const fromSource = await resent.waitFor(8);
-          expect(
-            new Set(fromSource.map(({ headers }) => headers['webhook-id'])),
-          ).toEqual(new Set(ids));
-        } finally {
-          again.child.kill('SIGTERM');
-          await again.exited;
-          await resent.close();
-        }
       } finally {
         restored.child.kill('SIGTERM');
         await restored.exited;
-        await relay.close().catch(() => undefined);
+      }
+      // the source, started again, sends the same owed events under the same ids: a
+      // receiver that drops ids it has seen gets each event once
+      phase = 'source';
+      const again = await startServiceProcess({
+        DATABASE_URL: source.url,
+        ...SERVICE_SETTINGS,
+      });
+      try {
+        const fromSource = await eventually(
+          () => got.source,
+          (received) => received.length >= 8,
+        );
+        expect(new Set(fromSource)).toEqual(new Set(ids));
+      } finally {
+        again.child.kill('SIGTERM');
+        await again.exited;
       }
     } finally {
       await receiver.close().catch(() => undefined);
