@@ -36,6 +36,7 @@ const ENGINE_INDEPENDENT = [
   'process',
   'process-cleanup',
   'rate-limit-shared',
+  'test-ports',
   'tracing',
   'troubleshooting',
   'readme',

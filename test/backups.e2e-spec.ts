@@ -14,11 +14,11 @@ import { createDataSourceOptions } from '../src/database/data-source-options';
 import { PortableDataSource } from '../src/database/portable-data-source';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import {
-  freePort,
   runCliProcess,
   startServiceProcess,
   type ServiceProcess,
 } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import {
   databaseForProcesses,
   databaseReader,

@@ -3,12 +3,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import {
-  freePort,
   ROOT,
   runCliProcess,
   startServiceProcess,
   type ServiceProcess,
 } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { makeTempFolder } from './helpers/test-app';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
 

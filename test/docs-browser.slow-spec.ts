@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
-import { freePort, ROOT } from './helpers/service-process';
+import { ROOT } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

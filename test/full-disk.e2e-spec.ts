@@ -9,11 +9,11 @@ import {
   type SmallFilesystem,
 } from './helpers/small-filesystem';
 import {
-  freePort,
   runCliProcess,
   startServiceProcess,
   type ServiceProcess,
 } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 

@@ -3,7 +3,7 @@ import {
   POSTGRES_LONG_TAG_KEY,
 } from '../src/plants/plants.repository';
 import { MAX_TAG_BYTES } from '../src/plants/dto/create-plant.dto';
-import { freePort } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 const INT64_MIN = '-9223372036854775808';

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { makeTempFolder } from './helpers/test-app';
 import {
   CLI,
-  freePort,
   MAIN,
   ROOT,
   runCliProcess,
@@ -17,6 +16,7 @@ import {
   startServiceProcess,
   type LogLine,
 } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { eventually } from './helpers/webhook-receiver';
 import { paceOf } from './helpers/pace';
 

@@ -8,7 +8,7 @@ import {
 } from './helpers/redis';
 import { MetricsServer } from '../src/metrics/metrics-server';
 import { RedisCounters } from '../src/rate-limit/redis-counters';
-import { freePort } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 describeWithRedis('rate limits shared through Redis (REDIS_URL)', () => {

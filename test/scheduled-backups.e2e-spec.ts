@@ -1,11 +1,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { testLimit } from './helpers/pace';
-import {
-  freePort,
-  runCliProcess,
-  startServiceProcess,
-} from './helpers/service-process';
+import { runCliProcess, startServiceProcess } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import {
   databaseForProcesses,
   ENGINE,

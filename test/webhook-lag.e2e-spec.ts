@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { WebhookLagWatch } from '../src/webhooks/webhook-lag';
 import { captureLoggedLines, linesOf } from './helpers/logged-lines';
 import { createTestDatabase } from './helpers/postgres';
-import { freePort } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import {
   ENGINE,
   makeTempFolder,

@@ -1,11 +1,8 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  freePort,
-  runCliProcess,
-  startServiceProcess,
-} from './helpers/service-process';
+import { runCliProcess, startServiceProcess } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { makeTempFolder } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 

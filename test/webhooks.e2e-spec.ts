@@ -10,7 +10,7 @@ import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
 import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { STALL_MS, WebhookSender } from '../src/webhooks/webhook-sender';
-import { freePort } from './helpers/service-process';
+import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { testLimit } from './helpers/pace';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports';
 import { testLimit } from './pace';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -32,19 +32,6 @@ const killRunning = () => {
 process.once('exit', killRunning);
 // registered when jest loads the helper into a test file: after the file's own afterAll hooks
 if (typeof afterAll === 'function') afterAll(killRunning);
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        resolve(typeof address === 'object' && address ? address.port : 0),
-      );
-    });
-  });
-}
 
 export interface ServiceProcess {
   child: ChildProcess;
