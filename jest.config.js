@@ -12,6 +12,7 @@ const e2e = {
   // SWC, as the unit tests (jest.unit.config.js)
   transform: unit.transform,
   transformIgnorePatterns: unit.transformIgnorePatterns,
+  moduleNameMapper: unit.moduleNameMapper,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.e2e-spec\\.ts$',
   // a mutation run's sandbox copies the repository there

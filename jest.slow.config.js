@@ -14,6 +14,7 @@ module.exports = {
   // SWC, as the unit tests (jest.unit.config.js)
   transform: require('./jest.unit.config').transform,
   transformIgnorePatterns: require('./jest.unit.config').transformIgnorePatterns,
+  moduleNameMapper: require('./jest.unit.config').moduleNameMapper,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testRegex: 'test/.*\\.slow-spec\\.ts$',
   modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],

@@ -9,12 +9,19 @@ const { ESM_TO_COMMONJS, SWC_OPTIONS } = require('./test/helpers/swc-options');
  */
 const transform = {
   '^.+\\.ts$': ['@swc/jest', SWC_OPTIONS],
-  // ESM-only packages, which Node's require() loads but jest's module system cannot
-  '/node_modules/jose/.+\\.js$': ['@swc/jest', ESM_TO_COMMONJS],
+  // ESM-only packages (NestJS 12's among them), which Node's require() loads but jest's module
+  // system cannot
+  '/node_modules/(jose|@nestjs)/.+\\.js$': ['@swc/jest', ESM_TO_COMMONJS],
 };
 
+/**
+ * The relative imports written with `.js` (src/metadata.ts's, as nodenext resolution wants
+ * them), resolved to the TypeScript source beside them.
+ */
+const RELATIVE_JS_TO_SOURCE = { '^(\\.{1,2}/.*)\\.js$': '$1' };
+
 /** What `transform` compiles in node_modules; the rest is loaded as it is. */
-const transformIgnorePatterns = ['/node_modules/(?!jose/)'];
+const transformIgnorePatterns = ['/node_modules/(?!(jose|@nestjs)/)'];
 
 /** @type {import('jest').Config} */
 module.exports = {
@@ -24,6 +31,7 @@ module.exports = {
   transform,
   transformIgnorePatterns,
   moduleFileExtensions: ['js', 'json', 'ts'],
+  moduleNameMapper: RELATIVE_JS_TO_SOURCE,
   testRegex: '.*\\.spec\\.ts$',
   // the developer's settings never reach a test (test/helpers/hermetic-environment.ts)
   setupFiles: ['<rootDir>/../test/helpers/hermetic-environment.ts'],

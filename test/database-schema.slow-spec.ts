@@ -26,7 +26,7 @@ async function migrate(
     ...options,
     ...(migrations ? { migrations } : {}),
     migrationsRun: true,
-  } as DataSourceOptions).initialize();
+  }).initialize();
 }
 
 /**

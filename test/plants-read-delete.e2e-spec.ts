@@ -193,7 +193,7 @@ describe('listing, reading and deleting plants', () => {
       expect((first.body as { id: number }[]).map(({ id }) => id)).toEqual([
         ids[0],
       ]);
-      const next = nextLink(first.headers.link as string | undefined);
+      const next = nextLink(first.headers.link);
       const second = await get(next!.slice(baseUrl.length)).expect(200);
       expect(
         (second.body as { id: number; tag: string }[]).map(
@@ -272,7 +272,7 @@ describe('listing, reading and deleting plants', () => {
         `/plants?limit=100&tag=${encodeURIComponent(tag)}`;
       while (path !== undefined) {
         const page = await get(path).expect(200);
-        const next = nextLink(page.headers.link as string | undefined);
+        const next = nextLink(page.headers.link);
         pages.push({
           ids: (page.body as { id: number }[]).map(({ id }) => id),
           after: next && new URL(next).searchParams.get('after')!,

@@ -18,7 +18,7 @@ import {
 } from './helpers/service-process';
 import { freePort } from './helpers/ports';
 import { eventually } from './helpers/webhook-receiver';
-import { paceOf } from './helpers/pace';
+import { paceOf, testLimit } from './helpers/pace';
 
 /** A loopback port that another server holds, as a port in use is. */
 async function heldPort() {
@@ -65,7 +65,7 @@ describe('the service process (node dist/main.js)', () => {
       expect([status, stdout, stderr]).toEqual([
         1,
         '',
-        `the plant store needs Node.js ^22.15.0 || ^24.11.0 || ^26.0.0 (package.json engines), and this is Node.js 20.20.2 (${process.execPath}): put a supported Node.js first on PATH, as the README's Quick start shows\n`,
+        `the plant store needs Node.js ^22.22.3 || ^24.15.0 || ^26.0.0 (package.json engines), and this is Node.js 20.20.2 (${process.execPath}): put a supported Node.js first on PATH, as the README's Quick start shows\n`,
       ]);
       // nothing was opened: no database file
       expect(existsSync(join(folder.path, 'store.sqlite'))).toBe(false);
@@ -408,6 +408,18 @@ describe('the service process (node dist/main.js)', () => {
           version,
         }),
       ]);
+      // the README's Quick start quotes this line, for the default port and a folder of its own
+      const quoted = /^\{"level":30,\.\.\.,"msg":"(.+)"\}$/m.exec(
+        readFileSync(join(ROOT, 'README.md'), 'utf8'),
+      )?.[1];
+      expect(quoted).toBe(
+        started[0].msg
+          .replaceAll(url, 'http://localhost:3000')
+          .replace(
+            join(folder.path, 'store.sqlite'),
+            '/home/me/plant-store/data/plant-store.sqlite',
+          ),
+      );
 
       // a quiet service's lines are not held in the buffer: LOG_FLUSH_INTERVAL_MS, with a
       // margin of 750 ms and of 20 requests at this machine's pace
@@ -431,7 +443,7 @@ describe('the service process (node dist/main.js)', () => {
           level: 30,
           msg: expect.stringMatching(
             /^plant store stopped after \d+ s up: every request in flight finished$/,
-          ) as unknown as string,
+          ),
           outcome: 'drained',
         }),
       );
@@ -542,6 +554,26 @@ describe('the service process (node dist/main.js)', () => {
     });
     await expect(fetch(`${service.baseUrl}/health/live`)).rejects.toThrow();
     expect(await service.exited).toBe(0);
+  });
+
+  it('stops on SIGTERM, exiting 0, when whatever read its output has gone (a closed pipe)', async () => {
+    const service = await startServiceProcess({
+      LOG_LEVEL: 'info',
+      DATABASE_URL: `sqlite:${join(folder.path, 'store.sqlite')}`,
+    });
+    // the reader hangs up: every write of the service's log now fails with EPIPE
+    service.child.stdout!.destroy();
+    service.child.kill('SIGTERM');
+    // its grace is 10 s; a log that could not be written once held it for good
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      service.exited,
+      new Promise((resolve) => {
+        timer = setTimeout(() => resolve('still running'), testLimit(10_000));
+      }),
+    ]);
+    clearTimeout(timer);
+    expect(stopped).toBe(0);
   });
 
   it('logs structured JSON with a request id, and never a token', async () => {

@@ -140,6 +140,22 @@ describe('README.md and docs/', () => {
     expect(broken).toEqual([]);
   });
 
+  it('point each setting of docs/configuration.md at the section that says more, where the page has several', () => {
+    const CONFIGURATION = join(ROOT, 'docs', 'configuration.md');
+    const wholePages: string[] = [];
+    for (const line of read(CONFIGURATION).split('\n')) {
+      const setting = /^- `([A-Z_]+)`/.exec(line)?.[1];
+      if (!setting) continue;
+      for (const [, target] of line.matchAll(/\]\(([^)#\s]+\.md)\)/g)) {
+        const page = read(resolve(dirname(CONFIGURATION), target));
+        if ((page.match(/^## /gm) ?? []).length > 1) {
+          wholePages.push(`${setting}: ${target}`);
+        }
+      }
+    }
+    expect(wholePages).toEqual([]);
+  });
+
   it('name only files and folders that exist', () => {
     // the modules docs/adding-a-module.md shows being generated
     const generated =

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runInThisContext } from 'node:vm';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DataSource, In } from 'typeorm';
@@ -10,6 +13,7 @@ import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
 import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
 import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
 import { STALL_MS, WebhookSender } from '../src/webhooks/webhook-sender';
+import { createSigningSecret } from '../src/webhooks/webhook-signature';
 import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { testLimit } from './helpers/pace';
@@ -88,6 +92,54 @@ describe('plant-added webhooks', () => {
     expect([...ids].sort()).toEqual(ids);
     // the rest is random: one event's two deliveries differ
     expect(new Set(ids).size).toBe(6);
+  });
+
+  it("is accepted by each of docs/webhooks.md's verifiers, which refuse a changed body, another secret and an old timestamp", async () => {
+    const section =
+      /^## Verifying a delivery\n([\s\S]*?)^## /m.exec(
+        readFileSync(join(__dirname, '..', 'docs', 'webhooks.md'), 'utf8'),
+      )?.[1] ?? '';
+    type Verifier = (
+      secret: string,
+      headers: Record<string, string>,
+      body: string,
+    ) => string;
+    // each snippet as a reader pastes it into a CommonJS file of theirs
+    const verifiers = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map(
+      ([, code]) =>
+        (
+          runInThisContext(
+            `(function (require) {\n${code}\nreturn verified;\n})`,
+          ) as (load: NodeJS.Require) => Verifier
+        )(require),
+    );
+    expect(verifiers).toHaveLength(2);
+    const listening = await receiver();
+    const { secret } = await subscriptions.add({ url: listening.url });
+    const other = createSigningSecret();
+    await createPlant('{"id":9007199254740995,"name":"Checked"}').expect(200);
+    const [webhook] = await listening.waitFor(1);
+    const headers = Object.fromEntries(
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [
+        name,
+        String(webhook.headers[name]),
+      ]),
+    );
+    for (const verified of verifiers) {
+      expect(verified(secret, headers, webhook.body)).toBe(webhook.body);
+      expect(() =>
+        verified(secret, headers, webhook.body.replace('Checked', 'Changed')),
+      ).toThrow();
+      expect(() => verified(other, headers, webhook.body)).toThrow();
+      const old = String(Number(headers['webhook-timestamp']) - 3600);
+      expect(() =>
+        verified(
+          secret,
+          { ...headers, 'webhook-timestamp': old },
+          webhook.body,
+        ),
+      ).toThrow();
+    }
   });
 
   it('delivers the NewPlant with its exact id, signed so that an independent verifier accepts it', async () => {

@@ -46,7 +46,7 @@ describe('ScopeCatalogue', () => {
     (name) => {
       const declaration = new DeclaredScopes({
         [name]: { description: 'x', byDefault: false },
-      } as never);
+      });
       expect(() => new ScopeCatalogue([declaration])).toThrow(
         `scope "${name}" is not <resource>:<verb>`,
       );

@@ -304,7 +304,7 @@ function stored(column: ArchiveColumn, value: CanonicalValue): unknown {
   if (value === null) return null;
   switch (column.kind) {
     case 'int':
-      return BigInt(value as string);
+      return BigInt(value);
     case 'time':
       // as TypeORM writes a Date to SQLite: `2026-12-05 09:30:00.123`, in UTC
       return new Date(value as string)

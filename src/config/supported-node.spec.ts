@@ -1,9 +1,9 @@
 import { unsupportedNode } from './supported-node';
 
 describe('unsupportedNode', () => {
-  const range = '^22.15.0 || ^24.11.0 || ^26.0.0';
+  const range = '^22.22.3 || ^24.15.0 || ^26.0.0';
 
-  it.each(['22.15.0', '22.20.1', '24.11.0', '24.22.3', '26.0.0', '26.3.1'])(
+  it.each(['22.22.3', '22.23.5', '24.15.0', '24.22.3', '26.0.0', '26.3.1'])(
     'admits %s',
     (version) => {
       expect(unsupportedNode(version, range)).toBeUndefined();
@@ -12,15 +12,15 @@ describe('unsupportedNode', () => {
 
   it.each([
     '20.20.2',
-    '22.14.9',
-    '22.13.0',
+    '22.22.2',
+    '22.15.0',
     '23.5.0',
-    '24.10.9',
+    '24.14.9',
     '25.0.0',
     '27.0.0',
   ])('refuses %s, naming it and the lines that run the service', (version) => {
     expect(unsupportedNode(version, range)).toBe(
-      `the plant store needs Node.js ^22.15.0 || ^24.11.0 || ^26.0.0 (package.json engines), and this is Node.js ${version} (${process.execPath}): put a supported Node.js first on PATH, as the README's Quick start shows`,
+      `the plant store needs Node.js ^22.22.3 || ^24.15.0 || ^26.0.0 (package.json engines), and this is Node.js ${version} (${process.execPath}): put a supported Node.js first on PATH, as the README's Quick start shows`,
     );
   });
 

@@ -69,7 +69,9 @@ export class ConnectionGate {
       running = run();
     } catch (error) {
       done();
-      return Promise.reject(error as Error);
+      // what run threw, passed on as it is
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+      return Promise.reject(error);
     }
     return running.then(
       (result) => {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { QueryFailedError, type DataSource } from 'typeorm';
+import { QueryFailedError } from 'typeorm';
 import { DatabaseAvailability } from './database-availability';
 import { FENCED_WRITE_MESSAGE, isWriteRefused } from './database-errors';
 import { PortableDataSource } from './portable-data-source';
@@ -69,9 +69,7 @@ describe('DatabaseAvailability', () => {
       commitListeners: [],
       refuseWaiting: jest.fn(),
     });
-    const availability = new DatabaseAvailability(
-      dataSource as unknown as DataSource,
-    );
+    const availability = new DatabaseAvailability(dataSource);
     availability.onModuleInit();
     return { availability, dataSource };
   }

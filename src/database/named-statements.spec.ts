@@ -192,8 +192,8 @@ describe('NamedStatements', () => {
         void client.query(
           'SELECT * FROM keys WHERE id = $1',
           [2],
-          (error: unknown, rows: unknown) =>
-            error ? reject(error as Error) : resolve(rows),
+          (error: Error | null, rows: unknown) =>
+            error ? reject(error) : resolve(rows),
         );
       });
       expect(answer).toBe('rows of plant_store_2');

@@ -594,11 +594,11 @@ export class PortableDataSource extends DataSource {
   override createEntityManager(queryRunner?: QueryRunner): EntityManager {
     const manager = super.createEntityManager(queryRunner);
     if (!queryRunner) {
-      manager.transaction = ((...args: unknown[]) =>
+      manager.transaction = (...args: unknown[]) =>
         (this.transaction as (...a: unknown[]) => Promise<unknown>).apply(
           this,
           args,
-        )) as EntityManager['transaction'];
+        );
     }
     return manager;
   }

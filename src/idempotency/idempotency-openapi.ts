@@ -1,8 +1,5 @@
 import { getSchemaPath, type OpenAPIObject } from '@nestjs/swagger';
-import type {
-  OperationObject,
-  ResponseObject,
-} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import type { OperationObject, ResponseObject } from '@nestjs/swagger';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
 import { IDEMPOTENCY_KEY_HEADER, MAX_KEY_LENGTH } from './idempotency-key';

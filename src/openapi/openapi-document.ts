@@ -11,7 +11,7 @@ import type {
   ResponseObject,
   SchemaObject,
   ServerObject,
-} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+} from '@nestjs/swagger';
 import swaggerPluginMetadata from '../metadata';
 import { ScopeCatalogue } from '../auth/scopes';
 import { INT64_MAX, INT64_MIN } from '../common/json/int64';

@@ -192,9 +192,7 @@ describe('describeResolvedProblem', () => {
   it('takes a name whose resolver does not answer within two seconds', async () => {
     jest.useFakeTimers();
     try {
-      jest
-        .spyOn(dns, 'lookup')
-        .mockImplementation((() => undefined) as unknown as typeof dns.lookup);
+      jest.spyOn(dns, 'lookup').mockImplementation(() => undefined);
       let answer: string | undefined = 'none yet';
       const answered = describeResolvedProblem('https://slow.example/').then(
         (problem) => (answer = problem),

@@ -6,7 +6,6 @@ import {
   SignJWT,
   type CryptoKey,
   type JWK,
-  type JWTPayload,
 } from 'jose';
 
 interface SigningKey {
@@ -138,7 +137,7 @@ export class IdentityProvider {
       typ: 'at+jwt',
       ...header,
     });
-    return new SignJWT(payload as JWTPayload)
+    return new SignJWT(payload)
       .setProtectedHeader(protectedHeader as { alg: string })
       .sign(key.privateKey);
   }

@@ -584,7 +584,7 @@ export function instantiateReference(reference: Doc, serverUrl: string): Doc {
   copy.servers = [
     {
       url: serverUrl,
-      description: asDoc(asDoc(reference.servers as unknown[])[0]).description,
+      description: asDoc(asDoc(reference.servers)[0]).description,
     },
   ];
   const schemas = asDoc(asDoc(copy.components).schemas);

@@ -126,9 +126,7 @@ export function createJsonBodyReader(limitBytes: number) {
       readBytes(req, res, (error?: unknown) => {
         const bytes: unknown = req.body;
         if (error) {
-          req.body = new UnreadableBody(
-            describeReadingError(error as BodyReadingError),
-          );
+          req.body = new UnreadableBody(describeReadingError(error));
         } else if (!Buffer.isBuffer(bytes) || bytes.length === 0) {
           req.body = undefined;
         } else {
