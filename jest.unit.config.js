@@ -1,7 +1,7 @@
 // @ts-check
 // The unit tests, beside the code they test: a project of jest.config.js, and the suite that
 // mutation testing (stryker.config.mjs) runs on its own.
-const { ESM_TO_COMMONJS, SWC_OPTIONS } = require('./test/helpers/swc-options');
+const { SWC_OPTIONS } = require('./test/helpers/swc-options');
 
 /**
  * TypeScript compiled as `nest build` compiles it, by SWC with the options of .swcrc: no type
@@ -11,7 +11,7 @@ const transform = {
   '^.+\\.ts$': ['@swc/jest', SWC_OPTIONS],
   // ESM-only packages (NestJS 12's among them), which Node's require() loads but jest's module
   // system cannot
-  '/node_modules/(jose|@nestjs)/.+\\.js$': ['@swc/jest', ESM_TO_COMMONJS],
+  '/node_modules/.+\\.m?js$': require.resolve('./test/helpers/esm-to-commonjs.js'),
 };
 
 /**
@@ -20,8 +20,8 @@ const transform = {
  */
 const RELATIVE_JS_TO_SOURCE = { '^(\\.{1,2}/.*)\\.js$': '$1' };
 
-/** What `transform` compiles in node_modules; the rest is loaded as it is. */
-const transformIgnorePatterns = ['/node_modules/(?!(jose|@nestjs)/)'];
+/** Nothing is left out: `transform` passes node_modules' CommonJS files as they are. */
+const transformIgnorePatterns = [];
 
 /** @type {import('jest').Config} */
 module.exports = {
