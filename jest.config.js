@@ -25,6 +25,7 @@ const e2e = {
 /** Suites about one engine, the built binaries or the machine, which run once, on SQLite. */
 const ENGINE_INDEPENDENT = [
   'cli',
+  'client-package',
   'conventions',
   'dependency-partitions',
   'deployment',

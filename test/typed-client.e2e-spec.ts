@@ -1,13 +1,7 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { runInNewContext } from 'node:vm';
-import ts from 'typescript';
-import { join } from 'node:path';
 import {
   createPlantStoreClient,
   type PlantStoreClient,
 } from '../clients/typescript';
-import { ROOT, runNodeScript } from './helpers/service-process';
-import { eventually } from './helpers/webhook-receiver';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 const MIN = -(2n ** 63n);
@@ -130,80 +124,6 @@ describe('the typed client (clients/typescript) against the running service', ()
       params: { path: { id } },
     });
     expect(after.error?.error).toBe(404);
-  });
-
-  it("runs docs/client.md's example as written, type-checked, against the service", async () => {
-    const readme = readFileSync(join(ROOT, 'docs', 'client.md'), 'utf8');
-    const example = /^## A typed client[\s\S]*?```ts\n([\s\S]*?)```/m.exec(
-      readme,
-    )![1];
-    expect(example.trimEnd().split('\n').length).toBeLessThanOrEqual(10);
-    const file = join(ROOT, `.readme-example-${process.pid}.ts`);
-    // at the root of the repository, where the import resolves as docs/client.md writes it
-    writeFileSync(file, `${example}\nexport {};\n`);
-    try {
-      // tsc in a process of its own: type-checking here would freeze this process for seconds,
-      // and with it the service under test, whose kept-alive connections then reset
-      const checked = await runNodeScript(
-        [
-          join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
-          '--noEmit',
-          // the file alone, not the repository's tsconfig.json beside it
-          '--ignoreConfig',
-          '--strict',
-          '--target',
-          'es2022',
-          '--module',
-          'es2022',
-          '--moduleResolution',
-          'bundler',
-          '--types',
-          'node',
-          '--skipLibCheck',
-          file,
-        ],
-        {},
-        ROOT,
-      );
-      expect(checked.stdout + checked.stderr).toBe('');
-      expect(checked.status).toBe(0);
-    } finally {
-      rmSync(file, { force: true });
-    }
-
-    const logged: unknown[] = [];
-    const { outputText } = ts.transpileModule(example, {
-      compilerOptions: {
-        module: ts.ModuleKind.CommonJS,
-        target: ts.ScriptTarget.ES2022,
-      },
-    });
-    // BASE, as a reader on another port sets it, points the example at this test's service
-    const client = { createPlantStoreClient };
-    const run = (token: string): void => {
-      runInNewContext(outputText, {
-        exports: {},
-        require: () => client,
-        process: { env: { TOKEN: token, BASE: baseUrl } },
-        console: { log: (value: unknown) => logged.push(value) },
-      });
-    };
-    const token = await testApp.issueToken();
-    run(token);
-    await eventually(
-      () => logged.length === 2,
-      (met) => met,
-      5000,
-    );
-    expect(logged).toEqual([true, [MAX]]);
-    // a second run finds the id taken, and says so
-    run(token);
-    await eventually(
-      () => logged.length === 3,
-      (met) => met,
-      5000,
-    );
-    expect(logged[2]).toBe(`a plant with id ${MAX} already exists`);
   });
 
   it('reads the health probes without a token', async () => {
