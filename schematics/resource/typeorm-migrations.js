@@ -20,10 +20,12 @@ const { root } = input;
 const fromProject = (/** @type {string} */ id) =>
   require(require.resolve(id, { paths: [root] }));
 
-fromProject('ts-node').register({
-  swc: true,
-  project: join(root, 'tsconfig.json'),
-});
+// the project's TypeScript, compiled by SWC with its tsconfig.json's options as it is required
+fromProject('@swc-node/register/register').register(
+  fromProject('@swc-node/register/read-default-tsconfig').readDefaultTsConfig(
+    join(root, 'tsconfig.json'),
+  ),
+);
 fromProject('reflect-metadata');
 const { Client } = fromProject('pg');
 const { MigrationGenerateCommand } = require(
