@@ -8,6 +8,7 @@ import {
   startServiceProcess,
   type ServiceProcess,
 } from './helpers/service-process';
+import { describeWhenAvailable } from './helpers/external-service';
 import { freePort } from './helpers/ports';
 import { makeTempFolder } from './helpers/test-app';
 import { eventually, WebhookReceiver } from './helpers/webhook-receiver';
@@ -126,20 +127,11 @@ const DATABASE_WIDE = [
   'plant_store_webhook_subscriptions',
 ];
 
-const describeWithPrometheus =
-  existsSync(PROMETHEUS) && existsSync(CHROMIUM) ? describe : describe.skip;
-if (!existsSync(PROMETHEUS) || !existsSync(CHROMIUM)) {
-  if (process.env.CI) {
-    throw new Error(
-      `CI must run the dashboard's queries, but ${PROMETHEUS} or ${CHROMIUM} is missing (apt-get install -y prometheus chromium)`,
-    );
-  }
-  console.warn(
-    `Skipping the dashboard's queries: no ${PROMETHEUS} or ${CHROMIUM} (apt-get install -y prometheus chromium)`,
-  );
-}
-
-describeWithPrometheus(
+describeWhenAvailable(
+  existsSync(PROMETHEUS) && existsSync(CHROMIUM)
+    ? undefined
+    : `${PROMETHEUS} or ${CHROMIUM} is missing`,
+  'apt-get install -y prometheus chromium',
   'every dashboard query, through a real Prometheus scraping the service under traffic',
   () => {
     let folder: ReturnType<typeof makeTempFolder>;
