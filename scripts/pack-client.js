@@ -17,7 +17,7 @@ function pack(destination) {
   try {
     const dist = join(staging, 'dist');
     const program = ts.createProgram([join(CLIENT, 'index.ts')], {
-      // CommonJS, as the staging folder's package.json says (`"type": "commonjs"`)
+      // CommonJS, as clients/typescript/package.json says (`"type": "commonjs"`)
       module: ts.ModuleKind.Node16,
       moduleResolution: ts.ModuleResolutionKind.Node16,
       target: ts.ScriptTarget.ES2022,
@@ -50,9 +50,4 @@ function pack(destination) {
   }
 }
 
-if (require.main === module) {
-  const destination = resolve(process.argv[2] ?? join(ROOT, 'dist', 'clients'));
-  console.log(pack(destination));
-}
-
-module.exports = { pack };
+console.log(pack(resolve(process.argv[2] ?? join(ROOT, 'dist', 'clients'))));

@@ -58,7 +58,7 @@ export function EventHandler<Payload>(
     Injectable(),
     EventHandlerMark({
       name,
-      events: events,
+      events,
       options,
     }),
   );

@@ -1,11 +1,4 @@
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,23 +16,23 @@ import { join } from 'node:path';
  */
 const RESERVATIONS = join(tmpdir(), 'plant-store-test-ports');
 const LOWEST = 10_000;
+const HIGHEST = ephemeralRangeStart() - 1;
 const reserved: string[] = [];
+mkdirSync(RESERVATIONS, { recursive: true });
 
 process.once('exit', () => {
   for (const file of reserved) rmSync(file, { force: true });
 });
 
 export async function freePort(): Promise<number> {
-  mkdirSync(RESERVATIONS, { recursive: true });
-  const highest = ephemeralRangeStart() - 1;
   for (let tries = 0; tries < 200; tries += 1) {
-    const port = LOWEST + Math.floor(Math.random() * (highest - LOWEST + 1));
+    const port = LOWEST + Math.floor(Math.random() * (HIGHEST - LOWEST + 1));
     if (!reserve(port)) continue;
     if (await canListen(port)) return port;
     release(port);
   }
   throw new Error(
-    `no free port between ${LOWEST} and ${highest} after 200 tries (${RESERVATIONS})`,
+    `no free port between ${LOWEST} and ${HIGHEST} after 200 tries (${RESERVATIONS})`,
   );
 }
 
@@ -61,9 +54,7 @@ function reserve(port: number): boolean {
   const file = join(RESERVATIONS, String(port));
   for (let attempt = 0; attempt < 2; attempt += 1) {
     try {
-      const fd = openSync(file, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
       reserved.push(file);
       return true;
     } catch (error) {
