@@ -146,7 +146,11 @@ describeWithRedis('Redis on a busy event loop', () => {
     const deadline = Date.now() + 10_000;
     for (;;) {
       try {
-        await counters.blockedFor('connected');
+        await counters.blockedFor('connected', {
+          windowMs: 60_000,
+          limit: 1,
+          blockMs: 0,
+        });
         return;
       } catch (error) {
         if (Date.now() > deadline) throw error;
@@ -175,6 +179,61 @@ describeWithRedis('Redis on a busy event loop', () => {
       }
       expect(counters.answers).toBe(true);
     } finally {
+      await counters.onModuleDestroy();
+    }
+  });
+
+  it('takes a hit over the limit for an answer, not a failure: Redis is asked for the next one', async () => {
+    const counters = new RedisCounters({
+      url: TEST_REDIS_URL,
+      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
+      timeoutMs: 1000,
+    });
+    try {
+      await counters.onModuleInit();
+      await untilAnswering(counters);
+      const rule = { windowMs: 60_000, limit: 1, blockMs: 0 };
+      await expect(counters.hit('over', rule)).resolves.toMatchObject({
+        hits: 1,
+        blockedMs: 0,
+      });
+      for (const hits of [2, 3]) {
+        const count = await counters.hit('over', rule);
+        expect(count.hits).toBe(hits);
+        expect(count.blockedMs).toBeGreaterThan(50_000);
+      }
+      expect(counters.answers).toBe(true);
+      await expect(counters.blockedFor('over', rule)).resolves.toBeGreaterThan(
+        50_000,
+      );
+    } finally {
+      await counters.onModuleDestroy();
+    }
+  });
+
+  it("counts on in the previous release's keys, so that a rollout's two releases share one count", async () => {
+    const keyPrefix = redisTestEnv().REDIS_KEY_PREFIX;
+    const previousRelease = new Redis(TEST_REDIS_URL, { keyPrefix });
+    const counters = new RedisCounters({
+      url: TEST_REDIS_URL,
+      keyPrefix,
+      timeoutMs: 1000,
+    });
+    try {
+      // the previous release's script: INCR the key's hits, PEXPIRE its window on the first
+      await previousRelease.incr('requests:address:192.0.2.1:hits');
+      await previousRelease.pexpire('requests:address:192.0.2.1:hits', 60_000);
+      await counters.onModuleInit();
+      await untilAnswering(counters);
+      const rule = { windowMs: 60_000, limit: 2, blockMs: 0 };
+      await expect(
+        counters.hit('requests:address:192.0.2.1', rule),
+      ).resolves.toMatchObject({ hits: 2, blockedMs: 0 });
+      await expect(
+        previousRelease.get('requests:address:192.0.2.1:hits'),
+      ).resolves.toBe('2');
+    } finally {
+      previousRelease.disconnect();
       await counters.onModuleDestroy();
     }
   });

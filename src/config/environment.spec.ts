@@ -309,6 +309,23 @@ describe('the environment schema', () => {
     );
   });
 
+  it('rate-limit windows and blocks are whole seconds, which is what Redis keeps', () => {
+    expect(read({}).RATE_LIMIT_WINDOW).toBe(60_000);
+    expect(read({ RATE_LIMIT_WINDOW: '2000ms' }).RATE_LIMIT_WINDOW).toBe(2000);
+    expect(
+      read({ RATE_LIMIT_BAD_TOKEN_BLOCK: '1h' }).RATE_LIMIT_BAD_TOKEN_BLOCK,
+    ).toBe(3_600_000);
+    expect(() => read({ RATE_LIMIT_WINDOW: '1500ms' })).toThrow(
+      'RATE_LIMIT_WINDOW must be a positive duration of whole seconds such as 30s, 5m, 24h or 2d, got "1500ms"',
+    );
+    expect(() => read({ RATE_LIMIT_BAD_TOKEN_BLOCK: '500ms' })).toThrow(
+      /^RATE_LIMIT_BAD_TOKEN_BLOCK must be a positive duration of whole seconds/,
+    );
+    expect(() => read({ RATE_LIMIT_WINDOW: '0s' })).toThrow(
+      /^RATE_LIMIT_WINDOW must be a positive duration of whole seconds/,
+    );
+  });
+
   it('SHUTDOWN_DELAY may be zero, written with or without a unit', () => {
     expect(read({}).SHUTDOWN_DELAY).toBe(0);
     expect(read({ SHUTDOWN_DELAY: '0ms' }).SHUTDOWN_DELAY).toBe(0);

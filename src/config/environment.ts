@@ -124,6 +124,17 @@ function duration({ zero = false } = {}): Kind<number> {
   };
 }
 
+/** A positive duration of whole seconds, in milliseconds: what a Redis expiry in seconds keeps. */
+function wholeSeconds(): Kind<number> {
+  return {
+    schema: readAs((text) => {
+      const ms = parseDuration(text);
+      return ms !== undefined && ms % 1000 === 0 ? ms : undefined;
+    }),
+    must: 'a positive duration of whole seconds such as 30s, 5m, 24h or 2d',
+  };
+}
+
 const BYTE_UNITS = { '': 1, b: 1, kb: 1024, mb: 1024 ** 2 };
 
 /** Sizes as express writes them: `16384`, `16kb`, `1mb`. */
@@ -431,7 +442,7 @@ export const ENVIRONMENT_SCHEMA = z.object({
     'A Redis command slower than this fails, and the limits are not applied',
   ),
   RATE_LIMIT_WINDOW: variable(
-    duration(),
+    wholeSeconds(),
     '1m',
     'The window the rate limits count over',
   ),
@@ -451,7 +462,7 @@ export const ENVIRONMENT_SCHEMA = z.object({
     'Rejected tokens per window from one address before it is blocked',
   ),
   RATE_LIMIT_BAD_TOKEN_BLOCK: variable(
-    duration(),
+    wholeSeconds(),
     '15m',
     'How long an address that tried too many bad tokens is blocked',
   ),

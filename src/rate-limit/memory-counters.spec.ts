@@ -1,4 +1,4 @@
-import { MemoryCounters, SWEEP_INTERVAL_MS } from './memory-counters';
+import { MemoryCounters } from './memory-counters';
 
 describe('MemoryCounters', () => {
   let counters: MemoryCounters;
@@ -10,7 +10,6 @@ describe('MemoryCounters', () => {
   });
 
   afterEach(() => {
-    counters.onModuleDestroy();
     jest.useRealTimers();
   });
 
@@ -28,19 +27,16 @@ describe('MemoryCounters', () => {
       resetMs: 59_000,
       blockedMs: 59_000,
     });
-    // blocked hits are not counted
-    await expect(counters.hit('k', perMinute)).resolves.toMatchObject({
-      hits: 4,
-    });
+    await expect(counters.blockedFor('k', perMinute)).resolves.toBe(59_000);
   });
 
-  it('starts a new window when the last one is over, without waiting for a sweep', async () => {
+  it('starts a new window when the last one is over', async () => {
     const short = { windowMs: 1000, limit: 1, blockMs: 0 };
     await counters.hit('k', short);
     await expect(counters.hit('k', short)).resolves.toMatchObject({
       blockedMs: 1000,
     });
-    jest.advanceTimersByTime(1500); // well before the first sweep
+    jest.advanceTimersByTime(1500);
     await expect(counters.hit('k', short)).resolves.toEqual({
       hits: 1,
       resetMs: 1000,
@@ -48,53 +44,53 @@ describe('MemoryCounters', () => {
     });
   });
 
-  it('keeps a key blocked for its block duration, through window ends and sweeps', async () => {
+  it('keeps a key blocked for its block duration, past the end of its window', async () => {
     const guesses = { windowMs: 1000, limit: 1, blockMs: 900_000 };
     await counters.hit('k', guesses);
     await expect(counters.hit('k', guesses)).resolves.toMatchObject({
       blockedMs: 900_000,
     });
-    jest.advanceTimersByTime(3 * SWEEP_INTERVAL_MS);
-    await expect(counters.blockedFor('k')).resolves.toBe(
-      900_000 - 3 * SWEEP_INTERVAL_MS,
-    );
+    jest.advanceTimersByTime(30_000);
+    await expect(counters.blockedFor('k', guesses)).resolves.toBe(870_000);
     await expect(counters.hit('k', guesses)).resolves.toMatchObject({
-      blockedMs: 900_000 - 3 * SWEEP_INTERVAL_MS,
+      blockedMs: 870_000,
     });
-    jest.advanceTimersByTime(900_000);
-    await expect(counters.blockedFor('k')).resolves.toBe(0);
+    jest.advanceTimersByTime(870_000);
+    await expect(counters.blockedFor('k', guesses)).resolves.toBe(0);
   });
 
   it('tells how long a key is blocked without counting a hit', async () => {
-    await expect(counters.blockedFor('unknown')).resolves.toBe(0);
+    await expect(counters.blockedFor('unknown', perMinute)).resolves.toBe(0);
     await counters.hit('k', perMinute);
-    await expect(counters.blockedFor('k')).resolves.toBe(0);
+    await expect(counters.blockedFor('k', perMinute)).resolves.toBe(0);
     await expect(counters.hit('k', perMinute)).resolves.toMatchObject({
       hits: 2,
     });
   });
 
-  it('counts keys apart', async () => {
+  it('counts keys apart, and rules apart', async () => {
     const once = { windowMs: 60_000, limit: 1, blockMs: 0 };
     await counters.hit('a', once);
     await expect(counters.hit('b', once)).resolves.toMatchObject({
       hits: 1,
       blockedMs: 0,
     });
+    await expect(counters.hit('a', perMinute)).resolves.toMatchObject({
+      hits: 1,
+      blockedMs: 0,
+    });
   });
 
-  it('sweeps only keys whose window and block are both over', async () => {
+  it('drops a key when its window or its block is over, so what it holds stays bounded', async () => {
     await counters.hit('window', { windowMs: 1000, limit: 5, blockMs: 0 });
-    await counters.hit('blocked', {
-      windowMs: 1000,
-      limit: 0,
-      blockMs: 60_000,
-    });
+    const guesses = { windowMs: 1000, limit: 1, blockMs: 60_000 };
+    await counters.hit('blocked', guesses);
+    await counters.hit('blocked', guesses);
     await counters.hit('long', { windowMs: 60_000, limit: 5, blockMs: 0 });
-    expect(counters.size).toBe(3);
-    jest.advanceTimersByTime(SWEEP_INTERVAL_MS);
-    expect(counters.size).toBe(2);
-    jest.advanceTimersByTime(6 * SWEEP_INTERVAL_MS);
-    expect(counters.size).toBe(0);
+    expect(counters.keys().sort()).toEqual(['blocked', 'long', 'window']);
+    jest.advanceTimersByTime(1000);
+    expect(counters.keys().sort()).toEqual(['blocked', 'long']);
+    jest.advanceTimersByTime(59_000);
+    expect(counters.keys()).toEqual([]);
   });
 });

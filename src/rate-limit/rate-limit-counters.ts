@@ -1,4 +1,13 @@
-/** One rule of a counter: at most `limit` hits per fixed window of `windowMs`. */
+import {
+  RateLimiterRes,
+  type IRateLimiterOptions,
+  type RateLimiterAbstract,
+} from 'rate-limiter-flexible';
+
+/**
+ * One rule of a counter: at most `limit` hits per window of `windowMs`. Both times are whole
+ * seconds, which is what rate-limiter-flexible's Redis store keeps (the settings say so).
+ */
 export interface CounterRule {
   windowMs: number;
   limit: number;
@@ -8,20 +17,84 @@ export interface CounterRule {
 
 export interface Count {
   hits: number;
-  /** Time left in the key's window. */
+  /** Time left in the key's window, or in its block. */
   resetMs: number;
   /** Time left in the key's block; 0 when it is not blocked. */
   blockedMs: number;
 }
 
 /**
- * Where rate-limit counters live: in memory for one instance, in Redis for several. A window
+ * Where rate-limit counters live: rate-limiter-flexible's limiters, in memory for one instance
+ * (MemoryCounters) or in Redis for several (RedisCounters), one limiter per rule. A window
  * starts at a key's first hit, so where it ends depends on the key, never on the clock.
  */
 export abstract class RateLimitCounters {
-  /** Counts one hit on `key`; past the rule's limit the key is blocked. */
-  abstract hit(key: string, rule: CounterRule): Promise<Count>;
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
 
-  /** How long `key` stays blocked, without counting a hit; 0 when it is not. */
-  abstract blockedFor(key: string): Promise<number>;
+  /** Counts one hit on `key`; past the rule's limit the key is blocked. */
+  async hit(key: string, rule: CounterRule): Promise<Count> {
+    const limiter = this.limiterOf(rule);
+    const answer = await this.ask(() =>
+      limiter.consume(this.storeKey(key)).catch(overTheLimit),
+    );
+    return countOf(answer, rule);
+  }
+
+  /** How long `key` stays blocked under `rule`, without counting a hit; 0 when it is not. */
+  async blockedFor(key: string, rule: CounterRule): Promise<number> {
+    const limiter = this.limiterOf(rule);
+    const answer = await this.ask(() => limiter.get(this.storeKey(key)));
+    return answer ? countOf(answer, rule).blockedMs : 0;
+  }
+
+  protected abstract makeLimiter(
+    options: IRateLimiterOptions,
+  ): RateLimiterAbstract;
+
+  /** Sends one command to the store; RedisCounters puts its timeout and breaker around it. */
+  protected ask<T>(command: () => Promise<T>): Promise<T> {
+    return command();
+  }
+
+  /** The name `key` is kept under in the store. */
+  protected storeKey(key: string): string {
+    return key;
+  }
+
+  protected get allLimiters(): Iterable<RateLimiterAbstract> {
+    return this.limiters.values();
+  }
+
+  private limiterOf({ windowMs, limit, blockMs }: CounterRule) {
+    const name = `${windowMs}/${limit}/${blockMs}`;
+    let limiter = this.limiters.get(name);
+    if (!limiter) {
+      limiter = this.makeLimiter({
+        keyPrefix: '',
+        points: limit,
+        duration: windowMs / 1000,
+        blockDuration: blockMs / 1000,
+      });
+      this.limiters.set(name, limiter);
+    }
+    return limiter;
+  }
+}
+
+/** rate-limiter-flexible rejects a hit over the limit with its count: an answer, not a failure. */
+function overTheLimit(rejection: unknown): RateLimiterRes {
+  if (rejection instanceof RateLimiterRes) return rejection;
+  throw rejection;
+}
+
+function countOf(
+  { consumedPoints, msBeforeNext }: RateLimiterRes,
+  { limit }: CounterRule,
+): Count {
+  const resetMs = Math.max(0, msBeforeNext);
+  return {
+    hits: consumedPoints,
+    resetMs,
+    blockedMs: consumedPoints > limit ? resetMs : 0,
+  };
 }

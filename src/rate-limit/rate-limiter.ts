@@ -3,7 +3,11 @@ import type { Response } from 'express';
 import { appConfig, type AppConfig } from '../config/app.config';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { Metrics } from '../metrics/metrics';
-import { RateLimitCounters, type Count } from './rate-limit-counters';
+import {
+  RateLimitCounters,
+  type Count,
+  type CounterRule,
+} from './rate-limit-counters';
 
 /** The 429 of every limit, with `Retry-After` in whole seconds. */
 export function tooManyRequests(retryAfterMs: number, what: string) {
@@ -64,7 +68,10 @@ export class RateLimiter {
    */
   async refuseBlockedAddress(address: string): Promise<void> {
     const blockedMs = await this.tried(
-      this.counters.blockedFor(rejectedTokensKey(address)),
+      this.counters.blockedFor(
+        rejectedTokensKey(address),
+        this.rejectedTokensRule,
+      ),
     );
     if (blockedMs) {
       this.metrics.rateLimitRejections.inc({ limit: 'blocked_address' });
@@ -77,18 +84,18 @@ export class RateLimiter {
    * @throws 429 when that takes the address past its limit of rejected tokens
    */
   async countRejectedToken(address: string): Promise<void> {
-    const { badTokens, windowMs, badTokenBlockMs } = this.config.rateLimit;
     const count = await this.tried(
-      this.counters.hit(rejectedTokensKey(address), {
-        windowMs,
-        limit: badTokens,
-        blockMs: badTokenBlockMs,
-      }),
+      this.counters.hit(rejectedTokensKey(address), this.rejectedTokensRule),
     );
     if (count && count.blockedMs > 0) {
       this.metrics.rateLimitRejections.inc({ limit: 'rejected_tokens' });
       throw tooManyRequests(count.blockedMs, REJECTED_TOKENS);
     }
+  }
+
+  private get rejectedTokensRule(): CounterRule {
+    const { badTokens, windowMs, badTokenBlockMs } = this.config.rateLimit;
+    return { windowMs, limit: badTokens, blockMs: badTokenBlockMs };
   }
 
   /** The counters' answer, or undefined when they are unavailable (RedisCounters logs it). */

@@ -1,48 +1,13 @@
 import { type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import Redis from 'ioredis';
+import {
+  RateLimiterRedis,
+  type IRateLimiterOptions,
+} from 'rate-limiter-flexible';
 import { DependencyState } from '../logging/dependency-state';
 import type { Metrics } from '../metrics/metrics';
 import { answerWithin } from './answer-within';
-import type {
-  Count,
-  CounterRule,
-  RateLimitCounters,
-} from './rate-limit-counters';
-
-/**
- * One hit, atomically: count it in a window that starts at the key's first hit, and past the
- * limit block the key, for `blockMs` under a key of its own, or to the window's end.
- * KEYS: counter, block. ARGV: windowMs, limit, blockMs. Returns hits, resetMs, blockedMs.
- */
-const HIT_SCRIPT = `
-local blocked = redis.call('PTTL', KEYS[2])
-local hits = redis.call('INCR', KEYS[1])
-local reset = redis.call('PTTL', KEYS[1])
-if reset < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  reset = tonumber(ARGV[1])
-end
-if blocked < 0 then blocked = 0 end
-if blocked == 0 and hits > tonumber(ARGV[2]) then
-  if tonumber(ARGV[3]) > 0 then
-    redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-    blocked = tonumber(ARGV[3])
-  else
-    blocked = reset
-  end
-end
-return {hits, reset, blocked}
-`;
-
-interface CountingRedis extends Redis {
-  hit(
-    counterKey: string,
-    blockKey: string,
-    windowMs: number,
-    limit: number,
-    blockMs: number,
-  ): Promise<[number, number, number]>;
-}
+import { RateLimitCounters } from './rate-limit-counters';
 
 /** What a command gets while Redis is not asked: RateLimiter lets the request through. */
 const NOT_ASKED = new Error('Redis failed lately: not asked');
@@ -59,16 +24,17 @@ export interface RedisCountersOptions {
 }
 
 /**
- * Counters shared by every instance through Redis. Commands fail at once while Redis is away
- * (no offline queue, no retry) and when it does not answer within `timeoutMs` of the event
- * loop's listening (answerWithin), after which
+ * Counters shared by every instance through Redis, counted by rate-limiter-flexible's atomic
+ * script. Commands fail at once while Redis is away (no offline queue, no retry) and when it
+ * does not answer within `timeoutMs` of the event loop's listening (answerWithin), after which
  * Redis is not asked for a while (five timeouts, 1 to 30 s); RateLimiter then lets the
  * request through. Each change between reachable and not is logged once.
  */
 export class RedisCounters
-  implements RateLimitCounters, OnModuleInit, OnModuleDestroy
+  extends RateLimitCounters
+  implements OnModuleInit, OnModuleDestroy
 {
-  private readonly redis: CountingRedis;
+  private readonly redis: Redis;
   private readonly state = new DependencyState('Redis', {
     meanwhile: 'rate limits are not applied until it does',
     onReturn: 'rate limits apply',
@@ -90,6 +56,7 @@ export class RedisCounters
     { url, keyPrefix, timeoutMs }: RedisCountersOptions,
     metrics?: Metrics,
   ) {
+    super();
     this.timeoutMs = timeoutMs;
     this.retryAfterMs = Math.min(30_000, Math.max(1000, 5 * timeoutMs));
     this.redis = new Redis(url, {
@@ -101,8 +68,7 @@ export class RedisCounters
       // mute: it goes at once (ioredis's default waits 2 s, a timer that then keeps the
       // process alive after a close that found Redis away)
       disconnectTimeout: 0,
-    }) as CountingRedis;
-    this.redis.defineCommand('hit', { numberOfKeys: 2, lua: HIT_SCRIPT });
+    });
     this.redis.on('error', (error: Error) => {
       if (!this.closing) this.state.wentAway(error);
     });
@@ -139,18 +105,13 @@ export class RedisCounters
     });
   }
 
-  async hit(key: string, { windowMs, limit, blockMs }: CounterRule) {
-    const [hits, resetMs, blockedMs] = await this.answered(() =>
-      this.redis.hit(`${key}:hits`, `${key}:block`, windowMs, limit, blockMs),
-    );
-    return { hits, resetMs, blockedMs } satisfies Count;
+  protected makeLimiter(options: IRateLimiterOptions) {
+    return new RateLimiterRedis({ ...options, storeClient: this.redis });
   }
 
-  async blockedFor(key: string): Promise<number> {
-    return Math.max(
-      0,
-      await this.answered(() => this.redis.pttl(`${key}:block`)),
-    );
+  /** The previous release's name for a key's count, so that both count together in a rollout. */
+  protected override storeKey(key: string): string {
+    return `${key}:hits`;
   }
 
   /** QUIT lets answers in flight arrive; a Redis that does not answer cannot hold the shutdown. */
@@ -168,7 +129,7 @@ export class RedisCounters
    * `retryAfterMs`, and then by one command at a time until one is answered: during a
    * partition a request waits for a timeout once, not at every Redis call of every request.
    */
-  private async answered<T>(send: () => Promise<T>): Promise<T> {
+  protected override async ask<T>(send: () => Promise<T>): Promise<T> {
     if (this.closing) throw CLOSING;
     const failing = this.retryAt > 0;
     if (failing && (Date.now() < this.retryAt || this.probing)) {
