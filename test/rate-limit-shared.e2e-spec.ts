@@ -144,13 +144,14 @@ describeWithRedis('Redis on a busy event loop', () => {
    */
   const untilAnswering = async (counters: RedisCounters) => {
     const deadline = Date.now() + 10_000;
+    const counter = counters.counter({
+      windowMs: 60_000,
+      limit: 1,
+      blockMs: 0,
+    });
     for (;;) {
       try {
-        await counters.blockedFor('connected', {
-          windowMs: 60_000,
-          limit: 1,
-          blockMs: 0,
-        });
+        await counter.blockedFor('connected');
         return;
       } catch (error) {
         if (Date.now() > deadline) throw error;
@@ -168,12 +169,13 @@ describeWithRedis('Redis on a busy event loop', () => {
     await counters.onModuleInit();
     try {
       await untilAnswering(counters);
+      const counter = counters.counter({
+        windowMs: 60_000,
+        limit: 10,
+        blockMs: 0,
+      });
       for (let hits = 1; hits <= 3; hits += 1) {
-        const hit = counters.hit('busy', {
-          windowMs: 60_000,
-          limit: 10,
-          blockMs: 0,
-        });
+        const hit = counter.hit('busy');
         holdTheLoop(400);
         await expect(hit).resolves.toMatchObject({ hits });
       }
@@ -192,20 +194,22 @@ describeWithRedis('Redis on a busy event loop', () => {
     try {
       await counters.onModuleInit();
       await untilAnswering(counters);
-      const rule = { windowMs: 60_000, limit: 1, blockMs: 0 };
-      await expect(counters.hit('over', rule)).resolves.toMatchObject({
+      const counter = counters.counter({
+        windowMs: 60_000,
+        limit: 1,
+        blockMs: 0,
+      });
+      await expect(counter.hit('over')).resolves.toMatchObject({
         hits: 1,
         blockedMs: 0,
       });
       for (const hits of [2, 3]) {
-        const count = await counters.hit('over', rule);
+        const count = await counter.hit('over');
         expect(count.hits).toBe(hits);
         expect(count.blockedMs).toBeGreaterThan(50_000);
       }
       expect(counters.answers).toBe(true);
-      await expect(counters.blockedFor('over', rule)).resolves.toBeGreaterThan(
-        50_000,
-      );
+      await expect(counter.blockedFor('over')).resolves.toBeGreaterThan(50_000);
     } finally {
       await counters.onModuleDestroy();
     }
@@ -225,9 +229,13 @@ describeWithRedis('Redis on a busy event loop', () => {
       await previousRelease.pexpire('requests:address:192.0.2.1:hits', 60_000);
       await counters.onModuleInit();
       await untilAnswering(counters);
-      const rule = { windowMs: 60_000, limit: 2, blockMs: 0 };
+      const counter = counters.counter({
+        windowMs: 60_000,
+        limit: 2,
+        blockMs: 0,
+      });
       await expect(
-        counters.hit('requests:address:192.0.2.1', rule),
+        counter.hit('requests:address:192.0.2.1'),
       ).resolves.toMatchObject({ hits: 2, blockedMs: 0 });
       await expect(
         previousRelease.get('requests:address:192.0.2.1:hits'),
@@ -248,11 +256,15 @@ describeWithRedis('Redis on a busy event loop', () => {
     try {
       await counters.onModuleInit();
       await untilAnswering(counters);
-      const rule = { windowMs: 60_000, limit: 10, blockMs: 0 };
+      const counter = counters.counter({
+        windowMs: 60_000,
+        limit: 10,
+        blockMs: 0,
+      });
       // a hit sent as the close begins, and one after it: a request in the shutdown's grace
-      const during = counters.hit('closing', rule);
+      const during = counter.hit('closing');
       const closed = counters.onModuleDestroy();
-      const after = counters.hit('closing', rule);
+      const after = counter.hit('closing');
       await Promise.allSettled([during, after]);
       await closed;
       await expect(after).rejects.toThrow('closing its Redis connection');
@@ -307,7 +319,7 @@ describe('rate limits while Redis does not answer', () => {
     });
     await counters.onModuleInit();
     await expect(
-      counters.hit('away', { windowMs: 60_000, limit: 10, blockMs: 0 }),
+      counters.counter({ windowMs: 60_000, limit: 10, blockMs: 0 }).hit('away'),
     ).rejects.toThrow();
     await counters.onModuleDestroy();
     // ioredis's disconnect timer outlived a socket that was never open (2 s by default)

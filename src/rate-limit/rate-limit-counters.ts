@@ -23,28 +23,44 @@ export interface Count {
   blockedMs: number;
 }
 
+/** The hits of one rule's keys. */
+export interface Counter {
+  /** Counts one hit on `key`; past the rule's limit the key is blocked. */
+  hit(key: string): Promise<Count>;
+  /** How long `key` stays blocked, without counting a hit; 0 when it is not. */
+  blockedFor(key: string): Promise<number>;
+}
+
 /**
  * Where rate-limit counters live: rate-limiter-flexible's limiters, in memory for one instance
  * (MemoryCounters) or in Redis for several (RedisCounters), one limiter per rule. A window
  * starts at a key's first hit, so where it ends depends on the key, never on the clock.
  */
 export abstract class RateLimitCounters {
-  private readonly limiters = new Map<string, RateLimiterAbstract>();
+  private readonly limiters: RateLimiterAbstract[] = [];
 
-  /** Counts one hit on `key`; past the rule's limit the key is blocked. */
-  async hit(key: string, rule: CounterRule): Promise<Count> {
-    const limiter = this.limiterOf(rule);
-    const answer = await this.ask(() =>
-      limiter.consume(this.storeKey(key)).catch(overTheLimit),
-    );
-    return countOf(answer, rule);
-  }
-
-  /** How long `key` stays blocked under `rule`, without counting a hit; 0 when it is not. */
-  async blockedFor(key: string, rule: CounterRule): Promise<number> {
-    const limiter = this.limiterOf(rule);
-    const answer = await this.ask(() => limiter.get(this.storeKey(key)));
-    return answer ? countOf(answer, rule).blockedMs : 0;
+  /** A counter of `rule`, made once for the life of the service: its keys' hits and blocks. */
+  counter(rule: CounterRule): Counter {
+    const limiter = this.makeLimiter({
+      keyPrefix: '',
+      points: rule.limit,
+      duration: rule.windowMs / 1000,
+      blockDuration: rule.blockMs / 1000,
+    });
+    this.limiters.push(limiter);
+    return {
+      hit: async (key) =>
+        countOf(
+          await this.ask(() =>
+            limiter.consume(this.storeKey(key)).catch(overTheLimit),
+          ),
+          rule,
+        ),
+      blockedFor: async (key) => {
+        const answer = await this.ask(() => limiter.get(this.storeKey(key)));
+        return answer ? countOf(answer, rule).blockedMs : 0;
+      },
+    };
   }
 
   protected abstract makeLimiter(
@@ -61,23 +77,8 @@ export abstract class RateLimitCounters {
     return key;
   }
 
-  protected get allLimiters(): Iterable<RateLimiterAbstract> {
-    return this.limiters.values();
-  }
-
-  private limiterOf({ windowMs, limit, blockMs }: CounterRule) {
-    const name = `${windowMs}/${limit}/${blockMs}`;
-    let limiter = this.limiters.get(name);
-    if (!limiter) {
-      limiter = this.makeLimiter({
-        keyPrefix: '',
-        points: limit,
-        duration: windowMs / 1000,
-        blockDuration: blockMs / 1000,
-      });
-      this.limiters.set(name, limiter);
-    }
-    return limiter;
+  protected get allLimiters(): readonly RateLimiterAbstract[] {
+    return this.limiters;
   }
 }
 

@@ -6,7 +6,7 @@ import { Metrics } from '../metrics/metrics';
 import {
   RateLimitCounters,
   type Count,
-  type CounterRule,
+  type Counter,
 } from './rate-limit-counters';
 
 /** The 429 of every limit, with `Retry-After` in whole seconds. */
@@ -31,25 +31,42 @@ export type Payer = { caller: string } | { address: string };
  */
 @Injectable()
 export class RateLimiter {
+  private readonly perToken: Counter;
+  private readonly perAddress: Counter;
+  private readonly rejectedTokens: Counter;
+
   constructor(
-    private readonly counters: RateLimitCounters,
+    counters: RateLimitCounters,
     @Inject(appConfig.KEY) private readonly config: AppConfig,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    const { perToken, perAddress, badTokens, windowMs, badTokenBlockMs } =
+      config.rateLimit;
+    this.perToken = counters.counter({ windowMs, limit: perToken, blockMs: 0 });
+    this.perAddress = counters.counter({
+      windowMs,
+      limit: perAddress,
+      blockMs: 0,
+    });
+    this.rejectedTokens = counters.counter({
+      windowMs,
+      limit: badTokens,
+      blockMs: badTokenBlockMs,
+    });
+  }
 
   /**
    * Counts a request against its payer's limit and says so in `RateLimit-*` headers.
    * @throws 429 past the limit
    */
   async chargeRequest(response: Response, payer: Payer): Promise<void> {
-    const { perToken, perAddress, windowMs } = this.config.rateLimit;
-    const [key, limit] =
-      'caller' in payer
-        ? [`requests:${payer.caller}`, perToken]
-        : [`requests:address:${payer.address}`, perAddress];
+    const { perToken, perAddress } = this.config.rateLimit;
     const count = await this.tried(
-      this.counters.hit(key, { windowMs, limit, blockMs: 0 }),
+      'caller' in payer
+        ? this.perToken.hit(`requests:${payer.caller}`)
+        : this.perAddress.hit(`requests:address:${payer.address}`),
     );
+    const limit = 'caller' in payer ? perToken : perAddress;
     if (!count) return;
     response.setHeader('RateLimit-Limit', limit);
     response.setHeader('RateLimit-Remaining', Math.max(0, limit - count.hits));
@@ -68,10 +85,7 @@ export class RateLimiter {
    */
   async refuseBlockedAddress(address: string): Promise<void> {
     const blockedMs = await this.tried(
-      this.counters.blockedFor(
-        rejectedTokensKey(address),
-        this.rejectedTokensRule,
-      ),
+      this.rejectedTokens.blockedFor(rejectedTokensKey(address)),
     );
     if (blockedMs) {
       this.metrics.rateLimitRejections.inc({ limit: 'blocked_address' });
@@ -85,17 +99,12 @@ export class RateLimiter {
    */
   async countRejectedToken(address: string): Promise<void> {
     const count = await this.tried(
-      this.counters.hit(rejectedTokensKey(address), this.rejectedTokensRule),
+      this.rejectedTokens.hit(rejectedTokensKey(address)),
     );
     if (count && count.blockedMs > 0) {
       this.metrics.rateLimitRejections.inc({ limit: 'rejected_tokens' });
       throw tooManyRequests(count.blockedMs, REJECTED_TOKENS);
     }
-  }
-
-  private get rejectedTokensRule(): CounterRule {
-    const { badTokens, windowMs, badTokenBlockMs } = this.config.rateLimit;
-    return { windowMs, limit: badTokens, blockMs: badTokenBlockMs };
   }
 
   /** The counters' answer, or undefined when they are unavailable (RedisCounters logs it). */
