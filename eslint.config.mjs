@@ -1,6 +1,7 @@
 // @ts-check
 import eslint from '@eslint/js';
 import eslintConfigPrettier from 'eslint-config-prettier';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
@@ -38,7 +39,8 @@ const FOUNDATIONS = [
 /** For files `depth` folders below src/, a relative import that leaves the foundations. */
 function upwardImport(depth) {
   return {
-    regex: `^(\\.\\./){${depth}}(?!(${FOUNDATIONS.join('|')})/)`,
+    // out of a foundation, only to the test helpers beside src/ (for a spec)
+    regex: `^(\\.\\./){${depth}}(?!(${FOUNDATIONS.join('|')}|\\.\\./test/helpers)/)`,
     message: `${FOUNDATIONS.join(', ')} are the foundations every module builds on: they import none of the feature folders nor the app (docs/architecture.md, "Layers"); pass what they need in, or move it down`,
   };
 }
@@ -89,6 +91,23 @@ export default tseslint.config(
         { patterns: PERSISTENCE_PATTERNS },
       ],
     },
+  },
+  {
+    // no import cycles: what a file needs loads before it, and a part can be read, tested and
+    // moved without the one that needs it
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [
+        createNodeResolver({
+          extensions: ['.ts', '.js'],
+          extensionAlias: { '.js': ['.ts', '.js'] },
+        }),
+      ],
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   // the foundations, at each depth below src/ (a relative path's meaning depends on it)
   ...[1, 2, 3].map((depth) => ({

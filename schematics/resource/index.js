@@ -258,6 +258,7 @@ function settingsOf(options, kind) {
     scopeWords: scope.replaceAll('-', ' '),
     // the relative imports of the module folder and of its dto folder start with these
     toSrc: relative(absolute(moduleDir), normalize('/src')) || '.',
+    toTest: relative(absolute(moduleDir), normalize('/test')),
     dtoToSrc: relative(join(absolute(moduleDir), 'dto'), normalize('/src')),
     timestamp: options.timestamp ?? Date.now(),
     migrationName: `Add${names.Plural}`,

@@ -1,8 +1,5 @@
-import {
-  ConnectionQueue,
-  queueConnections,
-  type CallbackPool,
-} from './connection-queue';
+import type { CallbackPool } from './callback-pool';
+import { ConnectionQueue, queueConnections } from './connection-queue';
 import {
   DatabaseBusyError,
   DatabaseUnreachableError,

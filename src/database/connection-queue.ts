@@ -3,6 +3,7 @@ import {
   DatabaseUnreachableError,
   isDatabaseUnavailable,
 } from './database-errors';
+import type { CallbackPool } from './callback-pool';
 
 interface Waiter {
   /** By when its caller needs the connection: the line is in this order. */
@@ -107,17 +108,6 @@ export class ConnectionQueue {
     clearTimeout(next.timer);
     next.grant();
   }
-}
-
-/** The part of pg-pool's Pool that TypeORM's driver calls to take a connection. */
-export interface CallbackPool {
-  connect(
-    callback: (
-      error: Error | undefined,
-      client: unknown,
-      release: (error?: unknown) => void,
-    ) => void,
-  ): void;
 }
 
 /**

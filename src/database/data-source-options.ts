@@ -76,6 +76,9 @@ function postgresOptions(config: PostgresConfig): PortableDataSourceOptions {
     url: config.url,
     migrations: [migrationsPattern('postgres')],
     migrationsRun: true,
+    // each in its own transaction, for the service and the TypeORM CLI alike: one that builds
+    // an index CONCURRENTLY runs outside any, which the CLI's default (one for all) refuses
+    migrationsTransactionMode: 'each',
     synchronize: false,
     poolSize: config.poolSize,
     connectTimeoutMS: config.connectTimeoutMs,

@@ -1,4 +1,4 @@
-import type { CallbackPool } from './connection-queue';
+import type { CallbackPool } from './callback-pool';
 
 /** The most statement texts a data source names; the rest run unnamed, as before. */
 export const MAX_NAMED_STATEMENTS = 500;

@@ -14,10 +14,10 @@ import {
 import { traced, tracing } from '../tracing/tracing';
 import { ConnectionGate } from './connection-gate';
 import { NamedStatements } from './named-statements';
+import type { CallbackPool } from './callback-pool';
 import {
   ConnectionQueue,
   queueConnections,
-  type CallbackPool,
   type QueueBounds,
 } from './connection-queue';
 import {

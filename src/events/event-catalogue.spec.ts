@@ -18,13 +18,14 @@ const plants = new DeclaredEvents([
 const orders = new DeclaredEvents([event('order.placed')]);
 
 describe('EventCatalogue', () => {
-  it('lists every declared event in declaration order, one declaration met twice once', () => {
+  it('lists every declared event by type, whatever order the declarations came in, one met twice once', () => {
     const catalogue = new EventCatalogue([plants, orders, plants]);
     expect(catalogue.types).toEqual([
+      'order.placed',
       'plant.added',
       'plant.deleted',
-      'order.placed',
     ]);
+    expect(new EventCatalogue([orders, plants]).types).toEqual(catalogue.types);
     expect(catalogue.has('order.placed')).toBe(true);
     expect(catalogue.has('order.shipped')).toBe(false);
   });

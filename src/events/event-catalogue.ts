@@ -16,9 +16,17 @@ export class EventCatalogue {
   readonly events: readonly EventDefinition[];
   readonly types: readonly string[];
 
-  /** One declaration met through two providers (the CLI's context) counts once. */
+  /**
+   * One declaration met through two providers (the CLI's context) counts once. Events are
+   * listed by type: the order the modules' declarations arrive in depends on how the app is
+   * put together (the service, a test's app, the document's export), and the document must not.
+   */
   constructor(declarations: readonly DeclaredEvents[]) {
-    this.events = [...new Set(declarations)].flatMap(({ events }) => events);
+    this.events = [...new Set(declarations)]
+      .flatMap(({ events }) => events)
+      .sort(({ type: first }, { type: second }) =>
+        first < second ? -1 : first > second ? 1 : 0,
+      );
     this.types = this.events.map(({ type }) => type);
     for (const [index, type] of this.types.entries()) {
       if (!EVENT_TYPE_FORMAT.test(type)) {
