@@ -35,10 +35,15 @@ function operationOf(pointer) {
   return METHODS.has(method) ? `${prefix}${method.toUpperCase()} ${name}` : `${prefix}${name}`;
 }
 
+/** A list that may grow kept every value and bound it had: types were added, none taken away. */
 function isDeclaredGrowth(revision, change) {
   if (change.kind !== 'modified' || !GROWTH.has(change.property)) return false;
   const schema = nodeAt(revision, change.revision.pointer.replace(/\/[^/]+$/, ''));
-  return schema?.['x-enum-may-grow'] === true;
+  if (schema?.['x-enum-may-grow'] !== true) return false;
+  const [before, after] = [change.base?.value, change.revision?.value];
+  return change.property === 'enum'
+    ? Array.isArray(before) && Array.isArray(after) && before.every((value) => after.includes(value))
+    : typeof before === 'number' && typeof after === 'number' && after >= before;
 }
 
 /** `where: what`, one line for each change of `revisionFile` that breaks `baseFile`'s clients. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { stringify } from 'lossless-json';
 import {
+  compareSchemas,
   compareWithReference,
   instantiateReference,
   loadReference,
@@ -457,6 +458,49 @@ describe('the OpenAPI document', () => {
           { properties: Doc; required?: string[] }
         >
       )[name];
+
+    it('takes an event-type list that gained a type anywhere for growth, and one that lost one for a change that breaks', () => {
+      const types = (values: string[]) => ({
+        type: 'string',
+        enum: values,
+        enumMayGrow: true,
+      });
+      const released = types(['plant.added', 'plant.deleted']);
+      // a module's types take their place by name: garden-bed.added comes first
+      expect(
+        compareSchemas(
+          'events[]',
+          released,
+          types(['garden-bed.added', 'plant.added', 'plant.deleted']),
+        ),
+      ).toEqual([]);
+      expect(
+        compareSchemas(
+          'events[]',
+          released,
+          types(['garden-bed.added', 'plant.added']),
+        ),
+      ).toEqual([
+        'events[]: enum differs (["garden-bed.added","plant.added"] vs ["plant.added","plant.deleted"])',
+      ]);
+
+      // the app's types, whichever modules it has, with a type added, and with one taken away
+      const subscribed = (document: Doc) =>
+        schema(document, 'WebhookSubscription').properties.events as Doc;
+      const current = (subscribed(generated).items as Doc).enum as string[];
+      const revised = (values: string[]) => {
+        const document = mutated((copy) => {
+          subscribed(copy).maxItems = values.length;
+          (subscribed(copy).items as Doc).enum = values;
+        });
+        const file = join(folder.path, `revised-${values.length}.json`);
+        writeFileSync(file, JSON.stringify(document));
+        return breakingChanges(generatedFile, file);
+      };
+      expect(revised(['a-new.added', ...current])).toEqual([]);
+      // the last type taken away: a client that subscribes to it is refused
+      expect(revised(['a-new.added', ...current.slice(0, -1)])).not.toEqual([]);
+    });
 
     it('reports a renamed field', () => {
       const broken = mutated((document) => {
