@@ -160,20 +160,30 @@ describeWithRedis('Redis on a busy event loop', () => {
     }
   };
 
-  it('counts a hit whose answer waited unread while the loop was busy: no outage', async () => {
+  /** Counters under a key prefix of their own (or `keyPrefix`), once Redis answers them. */
+  const answeringCounters = async (
+    timeoutMs: number,
+    keyPrefix = redisTestEnv().REDIS_KEY_PREFIX,
+  ) => {
     const counters = new RedisCounters({
       url: TEST_REDIS_URL,
-      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
-      timeoutMs: 100,
+      keyPrefix,
+      timeoutMs,
     });
     await counters.onModuleInit();
+    await untilAnswering(counters);
+    return counters;
+  };
+  const perMinute = (limit: number) => ({
+    windowMs: 60_000,
+    limit,
+    blockMs: 0,
+  });
+
+  it('counts a hit whose answer waited unread while the loop was busy: no outage', async () => {
+    const counters = await answeringCounters(100);
     try {
-      await untilAnswering(counters);
-      const counter = counters.counter({
-        windowMs: 60_000,
-        limit: 10,
-        blockMs: 0,
-      });
+      const counter = counters.counter(perMinute(10));
       for (let hits = 1; hits <= 3; hits += 1) {
         const hit = counter.hit('busy');
         holdTheLoop(400);
@@ -186,19 +196,9 @@ describeWithRedis('Redis on a busy event loop', () => {
   });
 
   it('takes a hit over the limit for an answer, not a failure: Redis is asked for the next one', async () => {
-    const counters = new RedisCounters({
-      url: TEST_REDIS_URL,
-      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
-      timeoutMs: 1000,
-    });
+    const counters = await answeringCounters(1000);
     try {
-      await counters.onModuleInit();
-      await untilAnswering(counters);
-      const counter = counters.counter({
-        windowMs: 60_000,
-        limit: 1,
-        blockMs: 0,
-      });
+      const counter = counters.counter(perMinute(1));
       await expect(counter.hit('over')).resolves.toMatchObject({
         hits: 1,
         blockedMs: 0,
@@ -218,22 +218,12 @@ describeWithRedis('Redis on a busy event loop', () => {
   it("counts on in the previous release's keys, so that a rollout's two releases share one count", async () => {
     const keyPrefix = redisTestEnv().REDIS_KEY_PREFIX;
     const previousRelease = new Redis(TEST_REDIS_URL, { keyPrefix });
-    const counters = new RedisCounters({
-      url: TEST_REDIS_URL,
-      keyPrefix,
-      timeoutMs: 1000,
-    });
+    const counters = await answeringCounters(1000, keyPrefix);
     try {
       // the previous release's script: INCR the key's hits, PEXPIRE its window on the first
       await previousRelease.incr('requests:address:192.0.2.1:hits');
       await previousRelease.pexpire('requests:address:192.0.2.1:hits', 60_000);
-      await counters.onModuleInit();
-      await untilAnswering(counters);
-      const counter = counters.counter({
-        windowMs: 60_000,
-        limit: 2,
-        blockMs: 0,
-      });
+      const counter = counters.counter(perMinute(2));
       await expect(
         counter.hit('requests:address:192.0.2.1'),
       ).resolves.toMatchObject({ hits: 2, blockedMs: 0 });
@@ -248,19 +238,9 @@ describeWithRedis('Redis on a busy event loop', () => {
 
   it('closes with Redis up without logging an outage, though requests in flight still ask it', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn');
-    const counters = new RedisCounters({
-      url: TEST_REDIS_URL,
-      keyPrefix: redisTestEnv().REDIS_KEY_PREFIX,
-      timeoutMs: 1000,
-    });
+    const counters = await answeringCounters(1000);
     try {
-      await counters.onModuleInit();
-      await untilAnswering(counters);
-      const counter = counters.counter({
-        windowMs: 60_000,
-        limit: 10,
-        blockMs: 0,
-      });
+      const counter = counters.counter(perMinute(10));
       // a hit sent as the close begins, and one after it: a request in the shutdown's grace
       const during = counter.hit('closing');
       const closed = counters.onModuleDestroy();
