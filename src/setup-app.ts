@@ -21,11 +21,8 @@ import {
 } from './logging/pino-logger';
 import { useLosslessJsonResponses } from './common/json/lossless-json-response';
 import { readAppConfig } from './config/app.config';
-import {
-  buildOpenApiDocument,
-  OPENAPI_PATHS,
-  serveOpenApi,
-} from './openapi/openapi-document';
+import { buildOpenApiDocument } from './openapi/openapi-document';
+import { OPENAPI_PATHS, serveOpenApi } from './openapi/serve-openapi';
 import { Metrics } from './metrics/metrics';
 import { recordRequests } from './metrics/request-metrics';
 

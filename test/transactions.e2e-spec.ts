@@ -356,9 +356,9 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
   });
 
   it('finds the scopes and events the module declares in its own folder, at boot', async () => {
-    // the service's own, whatever modules it has, then the fixture's
+    // the service's own, whatever modules it has, and the fixture's, listed by type
     const service = new ServiceDeclarations(AppModule);
-    const eventTypes = [...service.events.types, 'fixture-order.placed'];
+    const eventTypes = [...service.events.types, 'fixture-order.placed'].sort();
     const document = (await testApp.http().get('/openapi.json').expect(200))
       .body as {
       components: {

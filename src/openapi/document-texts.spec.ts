@@ -1,6 +1,6 @@
 import { load } from 'js-yaml';
 import type { OpenAPIObject } from '@nestjs/swagger';
-import { DocumentTexts } from './openapi-document';
+import { DocumentTexts } from './serve-openapi';
 
 describe('DocumentTexts', () => {
   const document = {

@@ -1,4 +1,5 @@
-import { DispatchLoop, type DeliveryEngine } from './delivery-engine';
+import type { DeliveryEngine } from './delivery-engine';
+import { DispatchLoop } from './dispatch-loop';
 
 describe('DispatchLoop', () => {
   it('stops only once the poll it interrupts has ended, and starts none after', async () => {

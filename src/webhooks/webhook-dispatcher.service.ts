@@ -18,11 +18,11 @@ import { Metrics } from '../metrics/metrics';
 import { traced } from '../tracing/tracing';
 import {
   DeliveryEngine,
-  DispatchLoop,
   type AttemptContext,
   type DispatchObserver,
   type ReceiverChange,
 } from './delivery-engine';
+import { DispatchLoop } from './dispatch-loop';
 import { SqlDeliveryStore } from './sql-delivery-store';
 import { WebhookSender, type WebhookMessage } from './webhook-sender';
 

@@ -1,4 +1,5 @@
-import { spareSlots, type EngineConfig } from '../delivery-engine';
+import type { EngineConfig } from '../delivery-engine';
+import { spareSlots } from '../delivery-slots';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
 import { pollBound } from './scenario';

@@ -1,11 +1,11 @@
 import type { WebhooksConfig } from '../../config/webhooks.config';
 import {
   DeliveryEngine,
-  DispatchLoop,
   type DispatchObserver,
   type EngineConfig,
   type EngineDependencies,
 } from '../delivery-engine';
+import { DispatchLoop } from '../dispatch-loop';
 import { FRESH_RECEIVER } from '../receiver-state';
 import {
   MemoryDeliveryStore,

@@ -1,4 +1,4 @@
-import type { Timers } from '../delivery-engine';
+import type { Timers } from '../dispatch-loop';
 
 export { seededRandom } from '../../common/simulation/seeded-random';
 
