@@ -24,9 +24,7 @@ export class EventCatalogue {
   constructor(declarations: readonly DeclaredEvents[]) {
     this.events = [...new Set(declarations)]
       .flatMap(({ events }) => events)
-      .sort(({ type: first }, { type: second }) =>
-        first < second ? -1 : first > second ? 1 : 0,
-      );
+      .sort((first, second) => (first.type < second.type ? -1 : 1));
     this.types = this.events.map(({ type }) => type);
     for (const [index, type] of this.types.entries()) {
       if (!EVENT_TYPE_FORMAT.test(type)) {
