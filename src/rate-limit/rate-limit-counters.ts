@@ -25,6 +25,8 @@ export interface Count {
 
 /** The hits of one rule's keys. */
 export interface Counter {
+  /** The hits a key may have in a window. */
+  readonly limit: number;
   /** Counts one hit on `key`; past the rule's limit the key is blocked. */
   hit(key: string): Promise<Count>;
   /** How long `key` stays blocked, without counting a hit; 0 when it is not. */
@@ -49,6 +51,7 @@ export abstract class RateLimitCounters {
     });
     this.limiters.push(limiter);
     return {
+      limit: rule.limit,
       hit: async (key) =>
         countOf(
           await this.ask(() =>

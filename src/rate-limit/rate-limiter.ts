@@ -37,7 +37,7 @@ export class RateLimiter {
 
   constructor(
     counters: RateLimitCounters,
-    @Inject(appConfig.KEY) private readonly config: AppConfig,
+    @Inject(appConfig.KEY) config: AppConfig,
     private readonly metrics: Metrics,
   ) {
     const { perToken, perAddress, badTokens, windowMs, badTokenBlockMs } =
@@ -60,21 +60,18 @@ export class RateLimiter {
    * @throws 429 past the limit
    */
   async chargeRequest(response: Response, payer: Payer): Promise<void> {
-    const { perToken, perAddress } = this.config.rateLimit;
-    const count = await this.tried(
+    const [counter, key, kind] =
       'caller' in payer
-        ? this.perToken.hit(`requests:${payer.caller}`)
-        : this.perAddress.hit(`requests:address:${payer.address}`),
-    );
-    const limit = 'caller' in payer ? perToken : perAddress;
+        ? [this.perToken, `requests:${payer.caller}`, 'token']
+        : [this.perAddress, `requests:address:${payer.address}`, 'address'];
+    const count = await this.tried(counter.hit(key));
     if (!count) return;
+    const { limit } = counter;
     response.setHeader('RateLimit-Limit', limit);
     response.setHeader('RateLimit-Remaining', Math.max(0, limit - count.hits));
     response.setHeader('RateLimit-Reset', Math.ceil(count.resetMs / 1000));
     if (count.blockedMs > 0) {
-      this.metrics.rateLimitRejections.inc({
-        limit: 'caller' in payer ? 'token' : 'address',
-      });
+      this.metrics.rateLimitRejections.inc({ limit: kind });
       throw tooManyRequests(count.blockedMs, 'requests');
     }
   }
