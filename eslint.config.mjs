@@ -21,28 +21,34 @@ const PERSISTENCE_PATTERNS = [
   },
 ];
 
-// What every module builds on. Imports run from the feature folders (plants, auth, webhooks,
-// ...) down into these, never up: a foundation that knew a feature could not be reused by
-// the next one (docs/architecture.md, "Layers").
-const FOUNDATIONS = [
-  'common',
-  'config',
-  'database',
-  'events',
-  'http',
-  'logging',
-  'metrics',
-  'rate-limit',
-  'tracing',
-];
+// The platform beneath, the product above (docs/architecture.md, "Layers"): src/platform/ is
+// what every module builds on, and imports none of them nor the app; a module in src/modules/
+// imports the platform, and of another module only what it publishes: its events and the DTOs
+// they carry, for modules meet through events. The app's own files (main.ts, app.module.ts,
+// cli/, openapi/) put the two together.
+const LAYERS_DOC = 'docs/architecture.md, "Layers"';
 
-/** For files `depth` folders below src/, a relative import that leaves the foundations. */
-function upwardImport(depth) {
+/** For files `depth` folders below src/platform/, a relative import that leaves it. */
+function leavesPlatform(depth) {
   return {
-    // out of a foundation, only to the test helpers beside src/ (for a spec)
-    regex: `^(\\.\\./){${depth}}(?!(${FOUNDATIONS.join('|')}|\\.\\./test/helpers)/)`,
-    message: `${FOUNDATIONS.join(', ')} are the foundations every module builds on: they import none of the feature folders nor the app (docs/architecture.md, "Layers"); pass what they need in, or move it down`,
+    // up to src/, only on to the test helpers beside it (for a spec)
+    regex: `^(\\.\\./){${depth + 1}}(?!\\.\\./test/helpers/)`,
+    message: `src/platform/ is what every module builds on: it imports no module (src/modules/) and not the app (${LAYERS_DOC}); pass what it needs in, or move it down`,
   };
+}
+
+/** For files `depth` folders below src/modules/, an import of another module's insides or of the app. */
+function leavesModule(depth) {
+  return [
+    {
+      regex: `^(\\.\\./){${depth}}(?!\\.\\./)(?![a-z0-9/-]+/([\\w-]+\\.events|dto/[\\w./-]+)$)`,
+      message: `a module imports of another only what it publishes, its events (*.events.ts) and the DTOs they carry (dto/): modules meet through events (${LAYERS_DOC})`,
+    },
+    {
+      regex: `^(\\.\\./){${depth + 1}}(?!platform/|\\.\\./test/helpers/)`,
+      message: `a module imports the platform (src/platform/), not the app (${LAYERS_DOC})`,
+    },
+  ];
 }
 
 export default tseslint.config(
@@ -70,7 +76,7 @@ export default tseslint.config(
       ],
       // Transactions are opened by @Transactional() or DataSource.transaction, never by hand:
       // those retry PostgreSQL's serialization failures and always give SQLite's one
-      // connection back (src/database/portable-data-source.ts)
+      // connection back (src/platform/database/portable-data-source.ts)
       'no-restricted-properties': [
         'error',
         ...['startTransaction', 'commitTransaction', 'rollbackTransaction'].map(
@@ -109,31 +115,42 @@ export default tseslint.config(
     },
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
-  // the foundations, at each depth below src/ (a relative path's meaning depends on it)
-  ...[1, 2, 3].map((depth) => ({
-    files: [`src/{${FOUNDATIONS.join(',')}}/${'*/'.repeat(depth - 1)}*.ts`],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        { patterns: [...PERSISTENCE_PATTERNS, upwardImport(depth)] },
-      ],
+  // the layers, at each depth below their folder (a relative path's meaning depends on it)
+  ...[1, 2, 3, 4].flatMap((depth) => [
+    {
+      files: [`src/platform/${'*/'.repeat(depth)}*.ts`],
+      rules: {
+        '@typescript-eslint/no-restricted-imports': [
+          'error',
+          { patterns: [...PERSISTENCE_PATTERNS, leavesPlatform(depth)] },
+        ],
+      },
     },
-  })),
+    {
+      files: [`src/modules/${'*/'.repeat(depth)}*.ts`],
+      rules: {
+        '@typescript-eslint/no-restricted-imports': [
+          'error',
+          { patterns: [...PERSISTENCE_PATTERNS, ...leavesModule(depth)] },
+        ],
+      },
+    },
+  ]),
   {
     // an archive reads and writes each engine's storage as it stands, in a snapshot of its
     // own, through cursors, with triggers off (docs/decisions.md, "Backups and moves"): the
     // drivers themselves, as pg_dump and sqlite3 .backup would
-    files: ['src/backups/*-store.ts'],
+    files: ['src/platform/backups/*-store.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [PERSISTENCE_PATTERNS[0]] },
+        { patterns: [PERSISTENCE_PATTERNS[0], leavesPlatform(1)] },
       ],
     },
   },
   {
     // where transactions are implemented
-    files: ['src/database/portable-data-source.ts'],
+    files: ['src/platform/database/portable-data-source.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

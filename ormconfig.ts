@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { readDatabaseConfig } from './src/config/database.config';
+import { readDatabaseConfig } from './src/platform/config/database.config';
 import {
   createDataSourceOptions,
   ensureDatabaseFolder,
-} from './src/database/data-source-options';
-import { PortableDataSource } from './src/database/portable-data-source';
+} from './src/platform/database/data-source-options';
+import { PortableDataSource } from './src/platform/database/portable-data-source';
 
 const config = readDatabaseConfig(process.env);
 ensureDatabaseFolder(config);

@@ -11,7 +11,7 @@ import { existsSync, readdirSync } from 'node:fs';
 const PARTLY_UNIT_TESTED = new Set([
   // the spec holds the transaction's retries within the bound; the engines, the gate, the
   // line in front of the pool and migrations are e2e
-  'src/database/portable-data-source.ts',
+  'src/platform/database/portable-data-source.ts',
 ]);
 
 const mutate = readdirSync('src', { recursive: true, encoding: 'utf8' })
@@ -34,7 +34,7 @@ export default {
     config: {
       testPathIgnorePatterns: [
         '/node_modules/',
-        '<rootDir>/webhooks/simulation/',
+        '<rootDir>/modules/webhooks/simulation/',
       ],
     },
   },

@@ -68,7 +68,7 @@ async function work(scenario, count) {
   const inject = require('light-my-request');
   const { createApp } = require(join(ROOT, 'dist', 'setup-app'));
   const { TokensService } = require(
-    join(ROOT, 'dist', 'auth', 'tokens.service'),
+    join(ROOT, 'dist', 'platform', 'auth', 'tokens.service'),
   );
   const { DataSource } = require('typeorm');
   const app = await createApp();

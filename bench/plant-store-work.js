@@ -9,12 +9,12 @@ const Database = require('better-sqlite3');
 const {
   parseLosslessJson,
   stringifyLosslessJson,
-} = require('../dist/common/json/lossless-json');
+} = require('../dist/platform/common/json/lossless-json');
 const {
   INT64_RANGE_MESSAGE,
   isInt64,
   parseInt64Text,
-} = require('../dist/common/json/int64');
+} = require('../dist/platform/common/json/int64');
 
 /** @typedef {{status: number, body: string}} Answer */
 /** @typedef {{id: bigint, name: string, tag: string | null}} PlantRow */

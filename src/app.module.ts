@@ -1,26 +1,26 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
-import { AuthModule } from './auth/auth.module';
-import { BackupsModule } from './backups/backups.module';
-import { oidcConfig } from './auth/oidc/oidc.config';
-import { BearerGuard } from './auth/bearer.guard';
-import { AllExceptionsFilter } from './common/filters/all-exceptions.filter';
-import { ShutdownModule } from './http/shutdown.module';
-import { JsonBodyGuard } from './common/json/json-body.guard';
-import { AppValidationPipe } from './common/validation/app-validation.pipe';
-import { KnownQueryGuard } from './common/validation/known-query.guard';
-import { appConfig } from './config/app.config';
-import { databaseConfig } from './config/database.config';
-import { webhooksConfig } from './config/webhooks.config';
-import { DatabaseModule } from './database/database.module';
-import { EventHandlersModule } from './events/event-handlers.module';
-import { HealthModule } from './health/health.module';
-import { IdempotencyModule } from './idempotency/idempotency.module';
-import { JobsModule } from './jobs/jobs.module';
-import { MetricsModule } from './metrics/metrics.module';
-import { PlantsModule } from './plants/plants.module';
-import { WebhooksModule } from './webhooks/webhooks.module';
+import { AuthModule } from './platform/auth/auth.module';
+import { BackupsModule } from './platform/backups/backups.module';
+import { oidcConfig } from './platform/auth/oidc/oidc.config';
+import { BearerGuard } from './platform/auth/bearer.guard';
+import { AllExceptionsFilter } from './platform/common/filters/all-exceptions.filter';
+import { ShutdownModule } from './platform/http/shutdown.module';
+import { JsonBodyGuard } from './platform/common/json/json-body.guard';
+import { AppValidationPipe } from './platform/common/validation/app-validation.pipe';
+import { KnownQueryGuard } from './platform/common/validation/known-query.guard';
+import { appConfig } from './platform/config/app.config';
+import { databaseConfig } from './platform/config/database.config';
+import { webhooksConfig } from './platform/config/webhooks.config';
+import { DatabaseModule } from './platform/database/database.module';
+import { EventHandlersModule } from './platform/events/event-handlers.module';
+import { HealthModule } from './platform/health/health.module';
+import { IdempotencyModule } from './platform/idempotency/idempotency.module';
+import { JobsModule } from './platform/jobs/jobs.module';
+import { MetricsModule } from './platform/metrics/metrics.module';
+import { PlantsModule } from './modules/plants/plants.module';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
 
 @Module({
   imports: [

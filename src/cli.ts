@@ -1,5 +1,5 @@
 // first: a Node.js the tool cannot run on says so, before a native module crashes it
-import './config/require-supported-node';
+import './platform/config/require-supported-node';
 import { Command, CommanderError } from 'commander';
 import { type CliOutput } from './cli/cli-context';
 import { backupsCommands } from './cli/backups.command';
@@ -12,9 +12,12 @@ import {
   describeDatabase,
   readDatabaseConfig,
   type DatabaseConfig,
-} from './config/database.config';
-import { loadEnvironment, unknownSettingWarnings } from './config/environment';
-import { StartupError } from './common/errors/startup-error';
+} from './platform/config/database.config';
+import {
+  loadEnvironment,
+  unknownSettingWarnings,
+} from './platform/config/environment';
+import { StartupError } from './platform/common/errors/startup-error';
 
 function buildProgram(
   output: CliOutput,

@@ -2,21 +2,33 @@ import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createApp, type CreateAppOptions } from './setup-app';
-import { oidcConfig, type OidcSettings } from './auth/oidc/oidc.config';
-import { appConfig, type AppConfig } from './config/app.config';
-import { databaseConfig, describeDatabase } from './config/database.config';
-import { loadEnvironment, unknownSettingWarnings } from './config/environment';
-import { packageVersion } from './config/package-version';
-import { StartupError } from './common/errors/startup-error';
-import { ShutdownGate } from './http/shutdown-gate';
-import { MetricsServer } from './metrics/metrics-server';
-import { tracing } from './tracing/tracing';
-import { describeTrustProxy, hidePassword } from './logging/start-line';
+import {
+  oidcConfig,
+  type OidcSettings,
+} from './platform/auth/oidc/oidc.config';
+import { appConfig, type AppConfig } from './platform/config/app.config';
+import {
+  databaseConfig,
+  describeDatabase,
+} from './platform/config/database.config';
+import {
+  loadEnvironment,
+  unknownSettingWarnings,
+} from './platform/config/environment';
+import { packageVersion } from './platform/config/package-version';
+import { StartupError } from './platform/common/errors/startup-error';
+import { ShutdownGate } from './platform/http/shutdown-gate';
+import { MetricsServer } from './platform/metrics/metrics-server';
+import { tracing } from './platform/tracing/tracing';
+import {
+  describeTrustProxy,
+  hidePassword,
+} from './platform/logging/start-line';
 import {
   flushLogs,
   logBootFailure,
   logProcessWarnings,
-} from './logging/pino-logger';
+} from './platform/logging/pino-logger';
 
 /** Why the listener could not open, in the words of PORT and HOST; undefined if unforeseen. */
 function explainListenFailure(

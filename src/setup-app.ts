@@ -4,27 +4,27 @@ import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { RequestAdmission } from './auth/request-admission';
-import { HEALTH_PROBE_PATHS } from './health/health-probes';
-import { HardenedExpressAdapter } from './http/hardened-express.adapter';
-import { securityHeaders } from './http/security-headers';
+import { RequestAdmission } from './platform/auth/request-admission';
+import { HEALTH_PROBE_PATHS } from './platform/health/health-probes';
+import { HardenedExpressAdapter } from './platform/http/hardened-express.adapter';
+import { securityHeaders } from './platform/http/security-headers';
 import {
   middlewareSequence,
   type Middleware,
-} from './http/middleware-sequence';
-import { StoreFence } from './database/store-fence';
-import { ShutdownGate } from './http/shutdown-gate';
+} from './platform/http/middleware-sequence';
+import { StoreFence } from './platform/database/store-fence';
+import { ShutdownGate } from './platform/http/shutdown-gate';
 import {
   createRequestLogger,
   createRootLogger,
   PinoNestLogger,
-} from './logging/pino-logger';
-import { useLosslessJsonResponses } from './common/json/lossless-json-response';
-import { readAppConfig } from './config/app.config';
+} from './platform/logging/pino-logger';
+import { useLosslessJsonResponses } from './platform/common/json/lossless-json-response';
+import { readAppConfig } from './platform/config/app.config';
 import { buildOpenApiDocument } from './openapi/openapi-document';
 import { OPENAPI_PATHS, serveOpenApi } from './openapi/serve-openapi';
-import { Metrics } from './metrics/metrics';
-import { recordRequests } from './metrics/request-metrics';
+import { Metrics } from './platform/metrics/metrics';
+import { recordRequests } from './platform/metrics/request-metrics';
 
 /** Modules added beside AppModule: a test's fixture module (test/fixtures/). */
 export interface CreateAppOptions {

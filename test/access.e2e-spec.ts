@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { RouteAccessCheck } from '../src/auth/route-access.check';
-import { ScopeCatalogue } from '../src/auth/scopes';
+import { RouteAccessCheck } from '../src/platform/auth/route-access.check';
+import { ScopeCatalogue } from '../src/platform/auth/scopes';
 import { IdentityProvider } from './helpers/identity-provider';
 import type { Doc } from './helpers/openapi-contract';
 import { startTestApp, type TestApp } from './helpers/test-app';

@@ -1,8 +1,8 @@
-import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/common/filters/all-exceptions.filter';
-import { PortableDataSource } from '../src/database/portable-data-source';
-import { READINESS_REUSE_MS } from '../src/health/health.controller';
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
+import { PortableDataSource } from '../src/platform/database/portable-data-source';
+import { READINESS_REUSE_MS } from '../src/platform/health/health.controller';
 import { DataSource } from 'typeorm';
-import { PlantsService } from '../src/plants/plants.service';
+import { PlantsService } from '../src/modules/plants/plants.service';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { join } from 'node:path';
 

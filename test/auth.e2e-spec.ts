@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { TokensService } from '../src/auth/tokens.service';
+import { TokensService } from '../src/platform/auth/tokens.service';
 import { startTestApp, type TestApp } from './helpers/test-app';
 
 const REALM_CHALLENGE = 'Bearer realm="plant-store"';

@@ -9,9 +9,9 @@ import {
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Client } from 'pg';
-import { readDatabaseConfig } from '../src/config/database.config';
-import { createDataSourceOptions } from '../src/database/data-source-options';
-import { PortableDataSource } from '../src/database/portable-data-source';
+import { readDatabaseConfig } from '../src/platform/config/database.config';
+import { createDataSourceOptions } from '../src/platform/database/data-source-options';
+import { PortableDataSource } from '../src/platform/database/portable-data-source';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import {
   runCliProcess,

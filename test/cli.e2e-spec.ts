@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TOKEN_CACHE_TTL_MS } from '../src/auth/tokens.service';
+import { TOKEN_CACHE_TTL_MS } from '../src/platform/auth/tokens.service';
 import { ROOT, runCliProcess } from './helpers/service-process';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 

@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { SqlHandlerStore } from '../src/events/event-handlers';
+import { SqlHandlerStore } from '../src/platform/events/event-handlers';
 import {
   startFixtureProcess,
   type FixtureProcess,

@@ -14,30 +14,45 @@ interface LintResult {
  * the folder named third.
  */
 const PROBES: Record<string, [string, string, string?]> = {
-  'a foundation importing a feature': [
-    "import { PLANT_SCOPES } from '../plants/plant.scopes';",
+  'the platform importing a module': [
+    "import { PLANT_SCOPES } from '../../modules/plants/plant.scopes';",
     'void PLANT_SCOPES;\n  await Promise.resolve();',
-    'logging',
+    'platform/logging',
   ],
-  'a nested foundation importing a feature': [
-    "import { ScopeCatalogue } from '../../auth/scopes';",
-    'void ScopeCatalogue;\n  await Promise.resolve();',
-    'common/json',
+  'the platform, deeper, importing a module': [
+    "import { WEBHOOK_SCOPES } from '../../../modules/webhooks/webhook.scopes';",
+    'void WEBHOOK_SCOPES;\n  await Promise.resolve();',
+    'platform/common/json',
   ],
-  'a foundation importing the app': [
-    "import { AppModule } from '../app.module';",
+  'the platform importing the app': [
+    "import { AppModule } from '../../app.module';",
     'void AppModule;\n  await Promise.resolve();',
-    'events',
+    'platform/events',
   ],
-  'a foundation importing foundations': [
-    "import { INT64_MAX } from './int64';\nimport { StartupError } from '../errors/startup-error';\nimport { appConfig } from '../../config/app.config';",
-    'void INT64_MAX;\n  void StartupError;\n  void appConfig;\n  await Promise.resolve();',
-    'common/json',
+  'the platform importing itself and the test helpers': [
+    "import { INT64_MAX } from './int64';\nimport { StartupError } from '../errors/startup-error';\nimport { appConfig } from '../../config/app.config';\nimport { freePort } from '../../../../test/helpers/ports';",
+    'void INT64_MAX;\n  void StartupError;\n  void appConfig;\n  void freePort;\n  await Promise.resolve();',
+    'platform/common/json',
   ],
-  'a feature importing foundations and features': [
-    "import { EventCatalogue } from '../events/event-catalogue';\nimport { ScopeCatalogue } from '../auth/scopes';",
-    'void EventCatalogue;\n  void ScopeCatalogue;\n  await Promise.resolve();',
-    'plants',
+  'a module importing the platform and itself': [
+    "import { EventCatalogue } from '../../../platform/events/event-catalogue';\nimport { ScopeCatalogue } from '../../../platform/auth/scopes';\nimport { PLANT_SCOPES } from '../plant.scopes';",
+    'void EventCatalogue;\n  void ScopeCatalogue;\n  void PLANT_SCOPES;\n  await Promise.resolve();',
+    'modules/plants/dto',
+  ],
+  "a module importing another's events and the DTOs they carry": [
+    "import { PLANT_DELETED } from '../plants/plant.events';\nimport { CreatePlantDto } from '../plants/dto/create-plant.dto';",
+    'void PLANT_DELETED;\n  void CreatePlantDto;\n  await Promise.resolve();',
+    'modules/webhooks',
+  ],
+  'a module importing another module': [
+    "import { WEBHOOK_SCOPES } from '../webhooks/webhook.scopes';",
+    'void WEBHOOK_SCOPES;\n  await Promise.resolve();',
+    'modules/plants',
+  ],
+  'a module importing the app': [
+    "import { AppModule } from '../../../app.module';",
+    'void AppModule;\n  await Promise.resolve();',
+    'modules/plants/dto',
   ],
   "an import of TypeORM's internals": [
     "import { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';",
@@ -107,23 +122,40 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
   });
 
   it.each([
-    'a foundation importing a feature',
-    'a nested foundation importing a feature',
-    'a foundation importing the app',
+    'the platform importing a module',
+    'the platform, deeper, importing a module',
+    'the platform importing the app',
   ])(
-    'refuses %s: imports run from the features down into the foundations, never up',
+    'refuses %s: imports run from the modules down into the platform, never up',
     (label) => {
       expect(messagesOf.get(label)).toEqual([
         expect.stringMatching(
-          /^@typescript-eslint\/no-restricted-imports: .*common, config, database, events, http, logging, metrics, rate-limit, tracing are the foundations every module builds on: they import none of the feature folders/,
+          /^@typescript-eslint\/no-restricted-imports: .*src\/platform\/ is what every module builds on: it imports no module \(src\/modules\/\) and not the app/,
         ),
       ]);
     },
   );
 
+  it("refuses a module importing another module's insides: modules meet through events", () => {
+    expect(messagesOf.get('a module importing another module')).toEqual([
+      expect.stringMatching(
+        /^@typescript-eslint\/no-restricted-imports: .*a module imports of another only what it publishes, its events \(\*\.events\.ts\) and the DTOs they carry/,
+      ),
+    ]);
+  });
+
+  it('refuses a module importing the app', () => {
+    expect(messagesOf.get('a module importing the app')).toEqual([
+      expect.stringMatching(
+        /^@typescript-eslint\/no-restricted-imports: .*a module imports the platform \(src\/platform\/\), not the app/,
+      ),
+    ]);
+  });
+
   it.each([
-    'a foundation importing foundations',
-    'a feature importing foundations and features',
+    'the platform importing itself and the test helpers',
+    'a module importing the platform and itself',
+    "a module importing another's events and the DTOs they carry",
   ])('accepts %s', (label) => {
     expect(messagesOf.get(label)).toEqual([]);
   });

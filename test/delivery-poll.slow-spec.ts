@@ -1,8 +1,8 @@
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
-import { dueDeliveriesOf } from '../src/webhooks/sql-delivery-store';
-import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
+import { WebhookDelivery } from '../src/modules/webhooks/webhook-delivery.entity';
+import { dueDeliveriesOf } from '../src/modules/webhooks/sql-delivery-store';
+import { WebhookDispatcher } from '../src/modules/webhooks/webhook-dispatcher.service';
 import { createTestDatabase, describeWithPostgres } from './helpers/postgres';
 import { startTestApp, type TestApp } from './helpers/test-app';
 

@@ -5,11 +5,11 @@ import { TcpRelay } from './helpers/tcp-relay';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 import { paceOf, testLimit } from './helpers/pace';
-import { MetricsServer } from '../src/metrics/metrics-server';
+import { MetricsServer } from '../src/platform/metrics/metrics-server';
 import {
   SNAPSHOT_TTL_MS,
   SNAPSHOT_WAIT_MS,
-} from '../src/webhooks/webhook-metrics';
+} from '../src/modules/webhooks/webhook-metrics';
 
 /**
  * A dependency that stops answering without refusing anything (a network partition) costs each
@@ -32,7 +32,7 @@ async function timed<T>(
 }
 
 // A pause of the test's own event loop (a collection in a jest worker that has run many
-// suites) is no outage (answerWithin in src/rate-limit/answer-within.ts). A request that does
+// suites) is no outage (answerWithin in src/platform/rate-limit/answer-within.ts). A request that does
 // not wait for Redis is told from one that does by this timeout, whatever the machine's pace:
 // long enough that a busy machine's slow answer is not taken for a wait.
 const REDIS_TIMEOUT_MS = 1000;

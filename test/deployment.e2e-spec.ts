@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { gte, intersects, minVersion, satisfies } from 'semver';
-import { readAppConfig } from '../src/config/app.config';
-import { readDatabaseConfig } from '../src/config/database.config';
+import { readAppConfig } from '../src/platform/config/app.config';
+import { readDatabaseConfig } from '../src/platform/config/database.config';
 import { ROOT } from './helpers/service-process';
 
 // No Docker engine runs where these tests run: the files are checked for what they promise.

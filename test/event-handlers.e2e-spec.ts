@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
-import { SqlHandlerStore } from '../src/events/event-handlers';
-import { SkippedEventsService } from '../src/events/skipped-events.service';
+import { SqlHandlerStore } from '../src/platform/events/event-handlers';
+import { SkippedEventsService } from '../src/platform/events/skipped-events.service';
 import { PlantRemovals } from './fixtures/reactions/plant-removals';
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
 import {

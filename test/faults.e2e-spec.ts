@@ -1,11 +1,11 @@
-import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/common/filters/all-exceptions.filter';
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { runCliProcess, startServiceProcess } from './helpers/service-process';
 import { DataSource } from 'typeorm';
-import { JobScheduler } from '../src/jobs/job-scheduler';
+import { JobScheduler } from '../src/platform/jobs/job-scheduler';
 import { captureLoggedLines, linesOf } from './helpers/logged-lines';
 import { makeTempFolder, startTestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import type { PortableDataSource } from '../src/database/portable-data-source';
+import type { PortableDataSource } from '../src/platform/database/portable-data-source';
 import { describeWhenAvailable } from './helpers/external-service';
 import { testLimit } from './helpers/pace';
 import {

@@ -102,26 +102,26 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     ].map(([, action, path]) => `${action} ${path}`);
     expect(listed).toEqual(
       expect.arrayContaining([
-        'CREATE src/garden-beds/garden-beds.module.ts',
-        'CREATE src/garden-beds/garden-beds.controller.ts',
-        'CREATE src/garden-beds/garden-beds.service.ts',
-        'CREATE src/garden-beds/garden-bed.entity.ts',
+        'CREATE src/modules/garden-beds/garden-beds.module.ts',
+        'CREATE src/modules/garden-beds/garden-beds.controller.ts',
+        'CREATE src/modules/garden-beds/garden-beds.service.ts',
+        'CREATE src/modules/garden-beds/garden-bed.entity.ts',
         'CREATE test/garden-beds.e2e-spec.ts',
         'UPDATE src/app.module.ts',
       ]),
     );
     expect(listed.filter((line) => line.includes('/migrations/'))).toEqual([
       expect.stringMatching(
-        /^CREATE src\/garden-beds\/migrations\/sqlite\/\d+-AddGardenBeds\.ts$/,
+        /^CREATE src\/modules\/garden-beds\/migrations\/sqlite\/\d+-AddGardenBeds\.ts$/,
       ),
       expect.stringMatching(
-        /^CREATE src\/garden-beds\/migrations\/postgres\/\d+-AddGardenBeds\.ts$/,
+        /^CREATE src\/modules\/garden-beds\/migrations\/postgres\/\d+-AddGardenBeds\.ts$/,
       ),
     ]);
     expect(dryRun.stdout).toContain(
       'regenerate src/metadata.ts, openapi/service.yaml, clients/typescript/',
     );
-    expect(existsSync(join(copy, 'src/garden-beds'))).toBe(false);
+    expect(existsSync(join(copy, 'src/modules/garden-beds'))).toBe(false);
     expect(inCopy('src/app.module.ts')).toBe(appModule);
   });
 
@@ -134,7 +134,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
       `nest g resource garden-beds took ${Date.now() - started} ms\n`,
     );
     expect(generated.stderr).toBe('');
-    expect(filesUnder('src/garden-beds')).toHaveLength(13);
+    expect(filesUnder('src/modules/garden-beds')).toHaveLength(13);
     expect(inCopy('openapi/service.yaml')).toContain('  /garden-beds/{id}:');
     expect(inCopy('clients/typescript/schema.d.ts')).toContain(
       '"/garden-beds/{id}"',
@@ -153,29 +153,29 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
         'uuid',
       ),
     );
-    expect(inCopy('src/seed-trays/seed-tray.entity.ts')).toContain(
+    expect(inCopy('src/modules/seed-trays/seed-tray.entity.ts')).toContain(
       "@PrimaryColumn({ type: 'uuid' })",
     );
   });
 
   it('adds a second entity, with its routes, to the garden-beds module with nest g entity', () => {
-    const module = 'src/garden-beds/garden-beds.module.ts';
+    const module = 'src/modules/garden-beds/garden-beds.module.ts';
     const before = inCopy(module);
     const generated = passes(
       run('npx', 'nest', 'g', 'entity', 'soil-tests', 'garden-beds'),
     );
     expect(generated.stderr).toBe('');
-    expect(filesUnder('src/garden-beds')).toEqual(
+    expect(filesUnder('src/modules/garden-beds')).toEqual(
       expect.arrayContaining([
-        'src/garden-beds/soil-test.entity.ts',
-        'src/garden-beds/soil-tests.controller.ts',
-        'src/garden-beds/soil-tests.service.ts',
+        'src/modules/garden-beds/soil-test.entity.ts',
+        'src/modules/garden-beds/soil-tests.controller.ts',
+        'src/modules/garden-beds/soil-tests.service.ts',
       ]),
     );
     // no module of its own: the one there gains it
-    expect(existsSync(join(copy, 'src/garden-beds/soil-tests.module.ts'))).toBe(
-      false,
-    );
+    expect(
+      existsSync(join(copy, 'src/modules/garden-beds/soil-tests.module.ts')),
+    ).toBe(false);
     const after = inCopy(module);
     expect(after).not.toBe(before);
     expect(after).toContain('TypeOrmModule.forFeature([GardenBed, SoilTest])');
@@ -184,26 +184,26 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
 
   it('adds an action, POST /plantings with its rule in one transaction, with nest g action', () => {
     passes(run('npx', 'nest', 'g', 'action', 'plantings', 'garden-beds'));
-    expect(inCopy('src/garden-beds/plantings.service.ts')).toContain(
+    expect(inCopy('src/modules/garden-beds/plantings.service.ts')).toContain(
       '  @Transactional()\n  async make(',
     );
-    expect(inCopy('src/garden-beds/garden-beds.module.ts')).toContain(
+    expect(inCopy('src/modules/garden-beds/garden-beds.module.ts')).toContain(
       'providers: [GardenBedsService, SoilTestsService, PlantingsService]',
     );
     expect(inCopy('openapi/service.yaml')).toContain('  /plantings:');
   });
 
   it('adds a field to garden beds in one command (npm run generate:field), which the checks below then cover', () => {
-    const before = new Set(filesUnder('src/garden-beds'));
+    const before = new Set(filesUnder('src/modules/garden-beds'));
     generateField('notes', 'garden-beds', '--type', 'text', '--nullable');
-    const added = filesUnder('src/garden-beds').filter(
+    const added = filesUnder('src/modules/garden-beds').filter(
       (file) => !before.has(file),
     );
     expect(added.map((file) => file.replace(/\d{13}/, 'T')).sort()).toEqual([
-      'src/garden-beds/migrations/postgres/T-AddNotesToGardenBed.ts',
-      'src/garden-beds/migrations/sqlite/T-AddNotesToGardenBed.ts',
+      'src/modules/garden-beds/migrations/postgres/T-AddNotesToGardenBed.ts',
+      'src/modules/garden-beds/migrations/sqlite/T-AddNotesToGardenBed.ts',
     ]);
-    const entity = inCopy('src/garden-beds/garden-bed.entity.ts');
+    const entity = inCopy('src/modules/garden-beds/garden-bed.entity.ts');
     expect(entity).toContain(
       "@Column({ type: 'text', nullable: true })\n  notes!: string | null;",
     );
@@ -221,10 +221,10 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
 
   it('adds a periodic job to garden beds with nest g job, which the built service below runs', () => {
     passes(run('npx', 'nest', 'g', 'job', 'overdue', 'garden-beds'));
-    expect(inCopy('src/garden-beds/overdue.job.ts')).toContain(
+    expect(inCopy('src/modules/garden-beds/overdue.job.ts')).toContain(
       "@Job('garden-beds.overdue')",
     );
-    expect(inCopy('src/garden-beds/garden-beds.module.ts')).toMatch(
+    expect(inCopy('src/modules/garden-beds/garden-beds.module.ts')).toMatch(
       /providers: \[[^\]]*OverdueJob/,
     );
   });
@@ -233,10 +233,10 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
   // its "Settings" and "Reacting to events" show: nothing outside it is edited by hand
   it('takes a setting and a reaction to plant.deleted in the garden-beds folder alone, by the documented conventions', () => {
     generateField('plantId', 'garden-beds', '--type', 'int64', '--nullable');
-    const folder = join(copy, 'src/garden-beds');
+    const folder = join(copy, 'src/modules/garden-beds');
     writeFileSync(
       join(folder, 'garden-beds.settings.ts'),
-      `import { defineSettings, setting } from '../config/module-settings';
+      `import { defineSettings, setting } from '../../platform/config/module-settings';
 
 export const gardenBedsSettings = defineSettings('garden-beds', {
   GARDEN_BEDS_OVERDUE_INTERVAL: setting.duration({
@@ -255,7 +255,7 @@ import {
   EventHandler,
   type HandledEvent,
   type HandlesEvents,
-} from '../events/event-handler.decorator';
+} from '../../platform/events/event-handler.decorator';
 import { CreatePlantDto } from '../plants/dto/create-plant.dto';
 import { PLANT_DELETED } from '../plants/plant.events';
 import { GardenBed } from './garden-bed.entity';
@@ -311,7 +311,7 @@ export class ClearDeletedPlants implements HandlesEvents<CreatePlantDto> {
   }`,
         ),
     );
-    passes(run('npx', 'prettier', '--write', 'src/garden-beds'));
+    passes(run('npx', 'prettier', '--write', 'src/modules/garden-beds'));
     passes(run('npm', 'run', '--silent', 'config:generate'));
     expect(inCopy('.env.example')).toContain('GARDEN_BEDS_OVERDUE_INTERVAL=');
     expect(inCopy('docs/configuration.md')).toContain(
@@ -331,7 +331,7 @@ export class ClearDeletedPlants implements HandlesEvents<CreatePlantDto> {
     );
     expect(again.status).not.toBe(0);
     expect(stripVTControlCharacters(again.stderr).trim()).toBe(
-      'Error: src/garden-beds already exists: there is a garden-beds module already (the generator runs once per resource)',
+      'Error: src/modules/garden-beds already exists: there is a garden-beds module already (the generator runs once per resource)',
     );
     expect(filesUnder('src')).toEqual(before);
   });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { makeTempFolder, startTestApp, type TestApp } from './helpers/test-app';
 import { portOf } from './helpers/raw-http';
 import { eventually } from './helpers/webhook-receiver';
-import { apiSecurityHeaders } from '../src/http/security-headers';
+import { apiSecurityHeaders } from '../src/platform/http/security-headers';
 import { paceOf } from './helpers/pace';
 
 /** Opens a raw TCP connection and resolves with all it received once the server closes it. */

@@ -2,15 +2,15 @@ import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { TokensService } from '../src/auth/tokens.service';
-import { removedSubscriptionKeyMessage } from '../src/webhooks/webhook-subscriptions.service';
+import { TokensService } from '../src/platform/auth/tokens.service';
+import { removedSubscriptionKeyMessage } from '../src/modules/webhooks/webhook-subscriptions.service';
 import { IdentityProvider } from './helpers/identity-provider';
 import { portOf, sendRaw } from './helpers/raw-http';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import {
   IN_FLIGHT_MESSAGE,
   KEY_REUSED_MESSAGE,
-} from '../src/idempotency/idempotency.runner';
+} from '../src/platform/idempotency/idempotency.runner';
 
 /** A receiver nobody listens on: subscriptions to it make the service write its events. */
 const NOWHERE = 'http://127.0.0.1:9/hooks';

@@ -1,13 +1,13 @@
 import { createConnection, type AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
-import type { PortableDataSource } from '../src/database/portable-data-source';
+import type { PortableDataSource } from '../src/platform/database/portable-data-source';
 import {
   METRICS_MAX_CONNECTIONS,
   MetricsServer,
-} from '../src/metrics/metrics-server';
-import { JobScheduler } from '../src/jobs/job-scheduler';
-import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
-import { SNAPSHOT_TTL_MS } from '../src/webhooks/webhook-metrics';
+} from '../src/platform/metrics/metrics-server';
+import { JobScheduler } from '../src/platform/jobs/job-scheduler';
+import { WebhookDispatcher } from '../src/modules/webhooks/webhook-dispatcher.service';
+import { SNAPSHOT_TTL_MS } from '../src/modules/webhooks/webhook-metrics';
 import {
   parsePrometheusText,
   promtoolCheck,

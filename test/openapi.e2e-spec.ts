@@ -12,8 +12,8 @@ import {
   REFERENCE_PATH,
   type Doc,
 } from './helpers/openapi-contract';
-import { appConfig, type AppConfig } from '../src/config/app.config';
-import { EventCatalogue } from '../src/events/event-catalogue';
+import { appConfig, type AppConfig } from '../src/platform/config/app.config';
+import { EventCatalogue } from '../src/platform/events/event-catalogue';
 import { buildOpenApiDocument } from '../src/openapi/openapi-document';
 import { openApiJson } from '../src/openapi/openapi-text';
 import { ResponseContract } from './helpers/response-contract';

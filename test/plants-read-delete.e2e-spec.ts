@@ -1,8 +1,8 @@
 import {
   pageStatements,
   POSTGRES_LONG_TAG_KEY,
-} from '../src/plants/plants.repository';
-import { MAX_TAG_BYTES } from '../src/plants/dto/create-plant.dto';
+} from '../src/modules/plants/plants.repository';
+import { MAX_TAG_BYTES } from '../src/modules/plants/dto/create-plant.dto';
 import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 

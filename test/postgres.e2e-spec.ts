@@ -3,10 +3,10 @@ import { DataSource } from 'typeorm';
 import {
   BUSY_MESSAGE,
   BUSY_RETRY_AFTER_SECONDS,
-} from '../src/common/filters/all-exceptions.filter';
-import { DatabaseAvailability } from '../src/database/database-availability';
-import { SqlDeliveryStore } from '../src/webhooks/sql-delivery-store';
-import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
+} from '../src/platform/common/filters/all-exceptions.filter';
+import { DatabaseAvailability } from '../src/platform/database/database-availability';
+import { SqlDeliveryStore } from '../src/modules/webhooks/sql-delivery-store';
+import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';
 import {
   createTestDatabase,
   describeWithPostgres,

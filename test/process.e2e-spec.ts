@@ -167,7 +167,7 @@ describe('the service process (node dist/main.js)', () => {
       process.execPath,
       [
         '-e',
-        `const { logProcessWarnings } = require(${JSON.stringify(join(ROOT, 'dist', 'logging', 'pino-logger.js'))});
+        `const { logProcessWarnings } = require(${JSON.stringify(join(ROOT, 'dist', 'platform', 'logging', 'pino-logger.js'))});
          logProcessWarnings({ warn: (fields) => console.log(JSON.stringify(fields)) });
          process.emitWarning('an old API', { type: 'DeprecationWarning', code: 'DEP0999' });`,
       ],

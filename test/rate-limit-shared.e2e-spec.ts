@@ -6,8 +6,8 @@ import {
   redisTestEnv,
   TEST_REDIS_URL,
 } from './helpers/redis';
-import { MetricsServer } from '../src/metrics/metrics-server';
-import { RedisCounters } from '../src/rate-limit/redis-counters';
+import { MetricsServer } from '../src/platform/metrics/metrics-server';
+import { RedisCounters } from '../src/platform/rate-limit/redis-counters';
 import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';
 

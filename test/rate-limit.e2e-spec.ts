@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
-import { TokensService } from '../src/auth/tokens.service';
-import { MemoryCounters } from '../src/rate-limit/memory-counters';
-import { RateLimitCounters } from '../src/rate-limit/rate-limit-counters';
+import { TokensService } from '../src/platform/auth/tokens.service';
+import { MemoryCounters } from '../src/platform/rate-limit/memory-counters';
+import { RateLimitCounters } from '../src/platform/rate-limit/rate-limit-counters';
 import { portOf } from './helpers/raw-http';
 import { startTestApp, type TestApp } from './helpers/test-app';
 

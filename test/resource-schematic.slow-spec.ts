@@ -89,7 +89,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           `migrations/postgres/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
           `migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
         ]
-          .map((file) => `/src/fixture-seed-trays/${file}`)
+          .map((file) => `/src/modules/fixture-seed-trays/${file}`)
           .concat('/test/fixture-seed-trays.e2e-spec.ts')
           .sort(),
       );
@@ -103,7 +103,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       const lines = tree.readContent('src/app.module.ts').split('\n');
       const original = APP_MODULE.split('\n');
       expect(lines.filter((line) => !original.includes(line))).toEqual([
-        "import { FixtureSeedTraysModule } from './fixture-seed-trays/fixture-seed-trays.module';",
+        "import { FixtureSeedTraysModule } from './modules/fixture-seed-trays/fixture-seed-trays.module';",
         '    FixtureSeedTraysModule,',
       ]);
       expect(lines.indexOf('    FixtureSeedTraysModule,')).toBe(
@@ -112,7 +112,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     });
 
     it('declares the scopes and the event in the module folder, and registers them in the module file', () => {
-      const folder = 'src/fixture-seed-trays';
+      const folder = 'src/modules/fixture-seed-trays';
       expect(
         tree.readContent(`${folder}/fixture-seed-tray.scopes.ts`),
       ).toContain(
@@ -135,7 +135,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
 
     it('writes the five operations, each behind its scope, with a client-chosen int64 id', () => {
       const controller = tree.readContent(
-        'src/fixture-seed-trays/fixture-seed-trays.controller.ts',
+        'src/modules/fixture-seed-trays/fixture-seed-trays.controller.ts',
       );
       const routes = [
         ...controller.matchAll(
@@ -153,11 +153,13 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       expect(controller).toContain("@Int64Param('id', ID) id: bigint");
       expect(
         tree.readContent(
-          'src/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+          'src/modules/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
         ),
       ).toContain('@Int64Property({ example: EXAMPLE_ID })\n  id!: bigint;');
       expect(
-        tree.readContent('src/fixture-seed-trays/fixture-seed-tray.entity.ts'),
+        tree.readContent(
+          'src/modules/fixture-seed-trays/fixture-seed-tray.entity.ts',
+        ),
       ).toContain(
         "@Entity('fixture_seed_trays')\nexport class FixtureSeedTray {\n  /** Chosen by the client; a true int64. */\n  @Int64PrimaryColumn()\n  id!: bigint;",
       );
@@ -165,7 +167,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
 
     it('publishes fixture-seed-tray.added from the service, inside its unit of work', () => {
       const service = tree.readContent(
-        'src/fixture-seed-trays/fixture-seed-trays.service.ts',
+        'src/modules/fixture-seed-trays/fixture-seed-trays.service.ts',
       );
       // the method, whatever the line breaks prettier chose for it
       expect(service.replace(/\s+/g, ' ')).toContain(
@@ -179,7 +181,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     it('has TypeORM generate one migration per engine from the entity', () => {
       const migration = (engine: string) =>
         tree.readContent(
-          `src/fixture-seed-trays/migrations/${engine}/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+          `src/modules/fixture-seed-trays/migrations/${engine}/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
         );
       expect(migration('sqlite')).toContain(
         'CREATE TABLE "fixture_seed_trays" ("id" bigint PRIMARY KEY NOT NULL, "name" text NOT NULL, "version" integer NOT NULL)',
@@ -248,7 +250,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
 
   it("names a resource's scopes after the module folder given as its path, declared by its first resource and shared by the next", async () => {
     const first = await run({ path: 'fixture-greenhouse' });
-    const firstDir = 'src/fixture-greenhouse/fixture-seed-trays';
+    const firstDir = 'src/modules/fixture-greenhouse/fixture-seed-trays';
     expect(
       first.readContent(`${firstDir}/fixture-seed-trays.controller.ts`),
     ).toContain("@RequireScopes('fixture-greenhouse:read')");
@@ -261,7 +263,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       { name: 'fixture-pots', path: 'fixture-greenhouse' },
       first,
     );
-    const secondDir = 'src/fixture-greenhouse/fixture-pots';
+    const secondDir = 'src/modules/fixture-greenhouse/fixture-pots';
     expect(second.exists(`${secondDir}/fixture-pot.scopes.ts`)).toBe(false);
     expect(
       second.readContent(`${secondDir}/fixture-pots.module.ts`),
@@ -283,31 +285,35 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
   ])('makes the service choose UUIDs with %s', async (_, generate) => {
     const tree = await generate();
     expect(
-      tree.readContent('src/fixture-seed-trays/fixture-seed-tray.entity.ts'),
+      tree.readContent(
+        'src/modules/fixture-seed-trays/fixture-seed-tray.entity.ts',
+      ),
     ).toContain("@PrimaryColumn({ type: 'uuid' })\n  id!: string;");
     expect(
-      tree.readContent('src/fixture-seed-trays/fixture-seed-trays.service.ts'),
+      tree.readContent(
+        'src/modules/fixture-seed-trays/fixture-seed-trays.service.ts',
+      ),
     ).toContain(
       'Object.assign(new FixtureSeedTray(), {\n      id: randomUUID(),\n      ...newFixtureSeedTray,\n    });',
     );
     expect(
       tree.readContent(
-        'src/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+        'src/modules/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
       ),
     ).not.toContain('id!');
     expect(
       tree.readContent(
-        'src/fixture-seed-trays/fixture-seed-trays.controller.ts',
+        'src/modules/fixture-seed-trays/fixture-seed-trays.controller.ts',
       ),
     ).toContain("@UuidParam('id', ID) id: string");
     expect(
       tree.readContent(
-        `src/fixture-seed-trays/migrations/postgres/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+        `src/modules/fixture-seed-trays/migrations/postgres/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
       ),
     ).toContain('"id" uuid NOT NULL');
     expect(
       tree.readContent(
-        `src/fixture-seed-trays/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+        `src/modules/fixture-seed-trays/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
       ),
     ).toContain('"id" varchar PRIMARY KEY NOT NULL');
   });
@@ -318,32 +324,34 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       tree.files.filter((file) => file.includes('fixture-seed-tray')),
     ).not.toContainEqual(expect.stringMatching(/spec\.ts$/));
     expect(
-      tree.exists('src/fixture-seed-trays/fixture-seed-trays.service.ts'),
+      tree.exists(
+        'src/modules/fixture-seed-trays/fixture-seed-trays.service.ts',
+      ),
     ).toBe(true);
   });
 
   it('writes into the folder itself with --flat, and under a path given, with imports to match', async () => {
     const flat = await run({ flat: true, path: 'catalogue' });
-    expect(flat.exists('src/catalogue/fixture-seed-trays.module.ts')).toBe(
-      true,
-    );
+    expect(
+      flat.exists('src/modules/catalogue/fixture-seed-trays.module.ts'),
+    ).toBe(true);
     expect(
       flat.exists(
-        `src/catalogue/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
+        `src/modules/catalogue/migrations/sqlite/${TIMESTAMP}-AddFixtureSeedTrays.ts`,
       ),
     ).toBe(true);
     expect(
-      flat.readContent('src/catalogue/fixture-seed-trays.module.ts'),
-    ).toContain("from '../auth/scopes.module'");
+      flat.readContent('src/modules/catalogue/fixture-seed-trays.module.ts'),
+    ).toContain("from '../../platform/auth/scopes.module'");
     expect(flat.readContent('src/app.module.ts')).toContain(
-      "import { FixtureSeedTraysModule } from './catalogue/fixture-seed-trays.module';",
+      "import { FixtureSeedTraysModule } from './modules/catalogue/fixture-seed-trays.module';",
     );
     const nested = await run({ path: 'catalogue' });
     expect(
       nested.readContent(
-        'src/catalogue/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
+        'src/modules/catalogue/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
       ),
-    ).toContain("from '../../../common/validation/validators'");
+    ).toContain("from '../../../../platform/common/validation/validators'");
   });
 
   describe('refuses, before writing anything,', () => {
@@ -362,7 +370,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       ],
       [
         { name: 'plants' },
-        'src/plants already exists: there is a plants module already',
+        'src/modules/plants already exists: there is a plants module already',
       ],
       [{ name: 'docs' }, 'the route /docs is taken'],
       [
@@ -384,7 +392,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         { id: 'serial' },
         '--id must be int64 (chosen by the client) or uuid (made by the service), got serial',
       ],
-      [{ path: '../elsewhere' }, 'the path must be a folder under src'],
+      [{ path: '../elsewhere' }, 'the path must be a folder under src/modules'],
       [
         { postgresUrl: 'postgres://postgres@127.0.0.1:1/postgres' },
         'cannot generate the PostgreSQL migration: no PostgreSQL server answers at 127.0.0.1:1',
@@ -400,13 +408,13 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     it('a second run for the same resource', async () => {
       const once = await run();
       await expect(run({}, once)).rejects.toThrow(
-        'src/fixture-seed-trays already exists: there is a fixture-seed-trays module already (the generator runs once per resource)',
+        'src/modules/fixture-seed-trays already exists: there is a fixture-seed-trays module already (the generator runs once per resource)',
       );
     });
   });
 
   describe('nest g entity and nest g action, into the module fixture-seed-trays', () => {
-    const folder = 'src/fixture-seed-trays';
+    const folder = 'src/modules/fixture-seed-trays';
     const moduleFile = `${folder}/fixture-seed-trays.module.ts`;
     const newFiles = (tree: UnitTestTree, before: Map<string, string>) =>
       tree.files.filter((file) => !before.has(file)).sort();
@@ -544,7 +552,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     it("declares the module's scopes with the entity when the module has none, and registers them", async () => {
       const tree = projectTree();
       tree.create(
-        'src/fixture-bare/fixture-bare.module.ts',
+        'src/modules/fixture-bare/fixture-bare.module.ts',
         "import { Module } from '@nestjs/common';\n\n@Module({})\nexport class FixtureBareModule {}\n",
       );
       const result = await runner.runSchematic(
@@ -553,16 +561,16 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         tree,
       );
       expect(
-        result.exists('src/fixture-bare/fixture-soil-test.scopes.ts'),
+        result.exists('src/modules/fixture-bare/fixture-soil-test.scopes.ts'),
       ).toBe(true);
       expect(
-        result.readContent('src/fixture-bare/fixture-bare.module.ts'),
+        result.readContent('src/modules/fixture-bare/fixture-bare.module.ts'),
       ).toBe(
         [
           "import { Module } from '@nestjs/common';",
           "import { TypeOrmModule } from '@nestjs/typeorm';",
-          "import { EventsModule } from '../events/events.module';",
-          "import { ScopesModule } from '../auth/scopes.module';",
+          "import { EventsModule } from '../../platform/events/events.module';",
+          "import { ScopesModule } from '../../platform/auth/scopes.module';",
           "import { FIXTURE_SOIL_TEST_SCOPES } from './fixture-soil-test.scopes';",
           "import { FixtureSoilTest } from './fixture-soil-test.entity';",
           "import { FIXTURE_SOIL_TEST_ADDED } from './fixture-soil-test.events';",
@@ -588,17 +596,17 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       [
         'entity',
         { name: 'fixture-soil-tests', path: undefined },
-        'nest g entity adds to an existing module: name its folder under src (nest g entity fixture-soil-tests inventory), or make a module with nest g resource fixture-soil-tests',
+        'nest g entity adds to an existing module: name its folder under src/modules (nest g entity fixture-soil-tests inventory), or make a module with nest g resource fixture-soil-tests',
       ],
       [
         'action',
         { name: 'fixture-transfers', path: 'fixture-nowhere' },
-        'src/fixture-nowhere has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource',
+        'src/modules/fixture-nowhere has no module file (*.module.ts): nest g entity and nest g action add to an existing module; make one first with nest g resource',
       ],
       [
         'action',
         { name: 'fixture-transfers', path: 'fixture-catalogue' },
-        "src/fixture-catalogue has no module file (*.module.ts), but fixture-catalogue/fixture-garden-beds has one: name the module's own folder, as in nest g action fixture-transfers fixture-catalogue/fixture-garden-beds",
+        "src/modules/fixture-catalogue has no module file (*.module.ts), but fixture-catalogue/fixture-garden-beds has one: name the module's own folder, as in nest g action fixture-transfers fixture-catalogue/fixture-garden-beds",
       ],
       ['entity', { name: 'docs' }, 'the route /docs is taken'],
       [
@@ -609,24 +617,24 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       [
         'action',
         { name: 'fixture-transfers', path: 'webhooks' },
-        'src/webhooks has 2 module files (webhook-subscriptions.module.ts, webhooks.module.ts): name the folder of one of them',
+        'src/modules/webhooks has 2 module files (webhook-subscriptions.module.ts, webhooks.module.ts): name the folder of one of them',
       ],
       [
         'action',
         { name: 'fixture-transfers', path: 'fixture-shared' },
-        'src/fixture-shared/fixture-shared.module.ts: the imports of its @Module() is not an array written there, so the generator cannot add to it; add the new parts by hand',
+        'src/modules/fixture-shared/fixture-shared.module.ts: the imports of its @Module() is not an array written there, so the generator cannot add to it; add the new parts by hand',
       ],
     ])(
       'refuses nest g %s %j in one line, before writing anything',
       async (schematic, extra, message) => {
         const tree = await run();
         tree.create(
-          'src/fixture-shared/fixture-shared.module.ts',
+          'src/modules/fixture-shared/fixture-shared.module.ts',
           "import { Module } from '@nestjs/common';\nimport { COMMON_IMPORTS } from './common-imports';\n\n@Module({ imports: COMMON_IMPORTS })\nexport class FixtureSharedModule {}\n",
         );
         // where `nest g resource fixture-garden-beds fixture-catalogue` puts its module
         tree.create(
-          'src/fixture-catalogue/fixture-garden-beds/fixture-garden-beds.module.ts',
+          'src/modules/fixture-catalogue/fixture-garden-beds/fixture-garden-beds.module.ts',
           "import { Module } from '@nestjs/common';\n\n@Module({})\nexport class FixtureGardenBedsModule {}\n",
         );
         const files = [...tree.files];
@@ -655,13 +663,15 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         { name: 'overdue', path: 'fixture-seed-trays', every: '5m' },
         base,
       );
-      const job = tree.readContent('src/fixture-seed-trays/overdue.job.ts');
+      const job = tree.readContent(
+        'src/modules/fixture-seed-trays/overdue.job.ts',
+      );
       expect(job).toContain("@Job('fixture-seed-trays.overdue')");
       expect(job).toContain('export class OverdueJob implements PeriodicJob');
       expect(job).toContain("readonly schedule = { every: '5m' };");
-      expect(job).toContain("from '../jobs/job.decorator';");
+      expect(job).toContain("from '../../platform/jobs/job.decorator';");
       const moduleFile = tree.readContent(
-        'src/fixture-seed-trays/fixture-seed-trays.module.ts',
+        'src/modules/fixture-seed-trays/fixture-seed-trays.module.ts',
       );
       expect(moduleFile).toContain(
         "import { OverdueJob } from './overdue.job';",
@@ -671,8 +681,8 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         (file) => before.get(file) !== tree.readContent(file),
       );
       expect(changed.sort()).toEqual([
-        '/src/fixture-seed-trays/fixture-seed-trays.module.ts',
-        '/src/fixture-seed-trays/overdue.job.ts',
+        '/src/modules/fixture-seed-trays/fixture-seed-trays.module.ts',
+        '/src/modules/fixture-seed-trays/overdue.job.ts',
       ]);
     });
 
@@ -683,11 +693,11 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       ],
       [
         { name: 'overdue', path: undefined },
-        'nest g job adds to an existing module: name its folder under src (nest g job overdue inventory)',
+        'nest g job adds to an existing module: name its folder under src/modules (nest g job overdue inventory)',
       ],
       [
         { name: 'overdue', path: 'fixture-nowhere' },
-        'src/fixture-nowhere has no module file (*.module.ts)',
+        'src/modules/fixture-nowhere has no module file (*.module.ts)',
       ],
     ])('refuses %j in one line, writing nothing', async (options, message) => {
       const tree = await run();
@@ -728,7 +738,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           nullable: true,
           path: 'fixture-nowhere',
         },
-        'src/fixture-nowhere has no entity (*.entity.ts)',
+        'src/modules/fixture-nowhere has no entity (*.entity.ts)',
       ],
     ])('refuses %j in one line, writing nothing', async (options, message) => {
       const tree = await run();
@@ -758,18 +768,18 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           scripts: {
             // it writes the plugin's metadata before the build that fails
             'openapi:generate':
-              'echo rewritten > src/metadata.ts; echo "src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name" >&2; exit 2',
+              'echo rewritten > src/metadata.ts; echo "src/modules/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name" >&2; exit 2',
           },
         }),
       );
-      mkdirSync(join(folder, 'src/fixture-seed-trays/dto'), {
+      mkdirSync(join(folder, 'src/modules/fixture-seed-trays/dto'), {
         recursive: true,
       });
-      mkdirSync(join(folder, 'src/kept'), { recursive: true });
+      mkdirSync(join(folder, 'src/modules/kept'), { recursive: true });
       for (const file of [
-        'src/fixture-seed-trays/a.ts',
-        'src/fixture-seed-trays/dto/b.ts',
-        'src/kept/c.ts',
+        'src/modules/fixture-seed-trays/a.ts',
+        'src/modules/fixture-seed-trays/dto/b.ts',
+        'src/modules/kept/c.ts',
         'src/app.module.ts',
       ]) {
         writeFileSync(join(folder, file), 'written');
@@ -789,20 +799,20 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
           'resource-contract',
           {
             created: [
-              'src/fixture-seed-trays/a.ts',
-              'src/fixture-seed-trays/dto/b.ts',
-              'src/kept/c.ts',
+              'src/modules/fixture-seed-trays/a.ts',
+              'src/modules/fixture-seed-trays/dto/b.ts',
+              'src/modules/kept/c.ts',
             ],
             changed: { 'src/app.module.ts': 'original' },
           },
           new HostTree() as unknown as UnitTestTree,
         ),
       ).rejects.toThrow(
-        'npm run openapi:generate failed, so nothing was generated (src/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name); the written files are removed',
+        'npm run openapi:generate failed, so nothing was generated (src/modules/fixture-seed-trays/x.ts(1,1): error TS2304: Cannot find name); the written files are removed',
       );
       const left = (path: string) => existsSync(join(folder, path));
-      expect(left('src/fixture-seed-trays')).toBe(false);
-      expect(left('src/kept')).toBe(false);
+      expect(left('src/modules/fixture-seed-trays')).toBe(false);
+      expect(left('src/modules/kept')).toBe(false);
       expect(readFileSync(join(folder, 'src/app.module.ts'), 'utf8')).toBe(
         'original',
       );

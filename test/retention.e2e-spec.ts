@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { OutboxEvent } from '../src/events/outbox-event.entity';
+import { OutboxEvent } from '../src/platform/events/outbox-event.entity';
 import {
   GIVEN_UP_ERROR,
   RETENTION_BATCH,
   RetentionService,
-} from '../src/webhooks/retention.service';
+} from '../src/modules/webhooks/retention.service';
 import {
   WebhookDelivery,
   type DeliveryStatus,
-} from '../src/webhooks/webhook-delivery.entity';
-import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.service';
-import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
-import { EventHandlerState } from '../src/events/event-handler.entity';
-import { HANDLER_RETIRED_AFTER_MS } from '../src/events/event-handlers';
+} from '../src/modules/webhooks/webhook-delivery.entity';
+import { WebhookDispatcher } from '../src/modules/webhooks/webhook-dispatcher.service';
+import { WebhookSubscription } from '../src/modules/webhooks/webhook-subscription.entity';
+import { EventHandlerState } from '../src/platform/events/event-handler.entity';
+import { HANDLER_RETIRED_AFTER_MS } from '../src/platform/events/event-handlers';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 

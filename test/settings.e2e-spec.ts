@@ -7,7 +7,7 @@ import {
   ENVIRONMENT_SCHEMA,
   moduleSettingNames,
   parseEnvironment,
-} from '../src/config/environment';
+} from '../src/platform/config/environment';
 import { ROOT, runNodeScript } from './helpers/service-process';
 
 // Settings, the service's and the modules' (docs/conventions.md, "Settings"): what is

@@ -3,14 +3,14 @@ import { ApplicationConfig } from '@nestjs/core';
 import { AppModule } from '../src/app.module';
 import { ServiceDeclarations } from '../src/cli/service-declarations';
 import { DataSource, type EntityManager, QueryFailedError } from 'typeorm';
-import { EntitySql } from '../src/database/entity-sql';
-import { findForUpdate } from '../src/database/row-locks';
+import { EntitySql } from '../src/platform/database/entity-sql';
+import { findForUpdate } from '../src/platform/database/row-locks';
 import {
   PortableDataSource,
   SERIALIZABLE_LOCK_WAIT_MS,
-} from '../src/database/portable-data-source';
-import { describeRequestProblem } from '../src/database/database-errors';
-import { EventPublisher } from '../src/events/event-publisher';
+} from '../src/platform/database/portable-data-source';
+import { describeRequestProblem } from '../src/platform/database/database-errors';
+import { EventPublisher } from '../src/platform/events/event-publisher';
 import { createOrdersTables } from './fixtures/orders/create-tables';
 import { ORDER_PLACED } from './fixtures/orders/order.events';
 import { OrdersFixtureModule } from './fixtures/orders/orders.module';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { unsupportedNode } from '../src/config/supported-node';
+import { unsupportedNode } from '../src/platform/config/supported-node';
 import { describeWithPostgres, POSTGRES_ADMIN_URL } from './helpers/postgres';
 import {
   runServiceToExit,

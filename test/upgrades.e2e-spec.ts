@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import {
   MIGRATION_LOCK_TIMEOUT_MS,
   PortableDataSource,
-} from '../src/database/portable-data-source';
-import { SCHEMA_MISMATCH_MESSAGE } from '../src/common/filters/all-exceptions.filter';
+} from '../src/platform/database/portable-data-source';
+import { SCHEMA_MISMATCH_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
 import { createTestDatabase } from './helpers/postgres';
 import {
   runCliProcess,

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { WebhookLagWatch } from '../src/webhooks/webhook-lag';
+import { WebhookLagWatch } from '../src/modules/webhooks/webhook-lag';
 import { captureLoggedLines, linesOf } from './helpers/logged-lines';
 import { createTestDatabase } from './helpers/postgres';
 import { freePort } from './helpers/ports';

@@ -2,14 +2,14 @@ import { Webhook } from 'standardwebhooks';
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { DataSource } from 'typeorm';
-import { isPublicAddress } from '../src/webhooks/outbound-target';
-import { transactionRunnerOf } from '../src/database/portable-data-source';
+import { isPublicAddress } from '../src/modules/webhooks/outbound-target';
+import { transactionRunnerOf } from '../src/platform/database/portable-data-source';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 import {
   MAX_ACTIVE_SUBSCRIPTIONS,
   WebhookSubscriptionsService,
-} from '../src/webhooks/webhook-subscriptions.service';
+} from '../src/modules/webhooks/webhook-subscriptions.service';
 
 interface Subscription {
   id: string;

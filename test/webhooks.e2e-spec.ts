@@ -4,20 +4,20 @@ import { runInThisContext } from 'node:vm';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { DataSource, In } from 'typeorm';
-import { parseLosslessJson } from '../src/common/json/lossless-json';
-import { PortableDataSource } from '../src/database/portable-data-source';
-import { EventLog } from '../src/events/event-log.entity';
-import { OutboxEvent } from '../src/events/outbox-event.entity';
-import { PENDING_CAP_FACTOR } from '../src/webhooks/delivery-store';
-import { WebhookDelivery } from '../src/webhooks/webhook-delivery.entity';
-import { WebhookSubscription } from '../src/webhooks/webhook-subscription.entity';
-import { WebhookSubscriptionsService } from '../src/webhooks/webhook-subscriptions.service';
+import { parseLosslessJson } from '../src/platform/common/json/lossless-json';
+import { PortableDataSource } from '../src/platform/database/portable-data-source';
+import { EventLog } from '../src/platform/events/event-log.entity';
+import { OutboxEvent } from '../src/platform/events/outbox-event.entity';
+import { PENDING_CAP_FACTOR } from '../src/modules/webhooks/delivery-store';
+import { WebhookDelivery } from '../src/modules/webhooks/webhook-delivery.entity';
+import { WebhookSubscription } from '../src/modules/webhooks/webhook-subscription.entity';
+import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';
 import {
   STALL_MS,
   WebhookSender,
   type AttemptOutcome,
-} from '../src/webhooks/webhook-sender';
-import { createSigningSecret } from '../src/webhooks/webhook-signature';
+} from '../src/modules/webhooks/webhook-sender';
+import { createSigningSecret } from '../src/modules/webhooks/webhook-signature';
 import { consumedTypes } from './helpers/event-consumers';
 import { freePort } from './helpers/ports';
 import { startTestApp, type TestApp } from './helpers/test-app';

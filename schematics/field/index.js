@@ -8,6 +8,11 @@ const pluralize = require('pluralize');
 const ts = require('typescript');
 const { generateMigrations } = require('../resource/migrations');
 const { formatted, refuse } = require('../resource/index');
+const {
+  MODULES_ROOT,
+  moduleFolder,
+  toPlatform,
+} = require('../resource/layout');
 
 const FIELD_NAME = /^[a-z][a-zA-Z0-9]*$/;
 const INT32 = { min: -2147483648, max: 2147483647 };
@@ -193,13 +198,12 @@ function settingsOf(options, tree) {
   if (written !== undefined && defaultValue === undefined) {
     throw refuse(`--default ${written} is not a value of type ${type}`);
   }
-  const folder = normalize(String(options.path ?? ''));
-  if (folder === '' || folder.startsWith('..')) {
+  const moduleDir = moduleFolder(String(options.path ?? ''));
+  if (moduleDir === undefined || moduleDir === MODULES_ROOT) {
     throw refuse(
-      `name the module's folder under src: npm run generate:field -- ${name} garden-beds --type ${type}`,
+      `name the module's folder under ${MODULES_ROOT}: npm run generate:field -- ${name} garden-beds --type ${type}`,
     );
   }
-  const moduleDir = join(normalize('src'), folder);
   const entities = tree
     .getDir(moduleDir)
     .subfiles.filter((file) => file.endsWith('.entity.ts'))
@@ -207,7 +211,7 @@ function settingsOf(options, tree) {
   // the module's own entity (garden-bed of garden-beds), unless it has one only or it is named
   const own = entities.find(
     (entity) =>
-      pluralize.plural(entity) === folder.split('/').pop() ||
+      pluralize.plural(entity) === moduleDir.split('/').pop() ||
       entities.length === 1,
   );
   const singular = options.entity ?? own;
@@ -234,11 +238,7 @@ function settingsOf(options, tree) {
     throw refuse(`${entityPath} has a field ${name} already`);
   }
   const Singular = strings.classify(singular);
-  const toSrc = folder
-    .split('/')
-    .map(() => '..')
-    .join('/');
-  const columnsFrom = `${toSrc}/database/columns`;
+  const columnsFrom = `${toPlatform(moduleDir)}/database/columns`;
   const columnImport =
     kind.columnImport.from === 'columns'
       ? { ...kind.columnImport, from: columnsFrom }
@@ -247,10 +247,10 @@ function settingsOf(options, tree) {
     symbol: call.replace(/\(.*$/, ''),
     from:
       from === 'validators'
-        ? `../${toSrc}/common/validation/validators`
+        ? `${toPlatform(join(moduleDir, 'dto'))}/common/validation/validators`
         : 'class-validator',
   }));
-  const int64From = `../${toSrc}/common/validation/int64.decorators`;
+  const int64From = `${toPlatform(join(moduleDir, 'dto'))}/common/validation/int64.decorators`;
   return {
     name,
     type,

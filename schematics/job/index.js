@@ -1,10 +1,15 @@
 // @ts-check
 'use strict';
-const { join, normalize } = require('@angular-devkit/core');
+const { join } = require('@angular-devkit/core');
 const { strings } = require('@angular-devkit/core');
 const { chain } = require('@angular-devkit/schematics');
 const { registerInModule } = require('../resource/module-file');
 const { formatted, moduleFileOf, refuse } = require('../resource/index');
+const {
+  MODULES_ROOT,
+  moduleFolder,
+  toPlatform,
+} = require('../resource/layout');
 
 const KEBAB_CASE = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 
@@ -24,13 +29,12 @@ function job(options) {
         `"${name}" is not a job name: use kebab-case words of lowercase letters and digits, such as overdue or send-reminders`,
       );
     }
-    const folder = normalize(String(options.path ?? ''));
-    if (folder === '' || folder.startsWith('..')) {
+    const moduleDir = moduleFolder(String(options.path ?? ''));
+    if (moduleDir === undefined || moduleDir === MODULES_ROOT) {
       throw refuse(
-        `nest g job adds to an existing module: name its folder under src (nest g job ${name} inventory)`,
+        `nest g job adds to an existing module: name its folder under ${MODULES_ROOT} (nest g job ${name} inventory)`,
       );
     }
-    const moduleDir = join(normalize('src'), folder);
     const moduleFile = moduleFileOf(
       tree,
       { moduleDir, name },
@@ -40,7 +44,7 @@ function job(options) {
     if (tree.exists(file)) {
       throw refuse(`${file} already exists: choose another name`);
     }
-    const jobName = `${folder.split('/').pop()}.${name}`;
+    const jobName = `${moduleDir.split('/').pop()}.${name}`;
     if (jobName.length > 64) {
       throw refuse(
         `the job's name ${jobName} is longer than 64 characters: choose a shorter one`,
@@ -48,10 +52,6 @@ function job(options) {
     }
     const className = `${strings.classify(name)}Job`;
     const every = String(options.every ?? '1h');
-    const toSrc = folder
-      .split('/')
-      .map(() => '..')
-      .join('/');
     let registered;
     try {
       registered = registerInModule(
@@ -67,7 +67,15 @@ function job(options) {
     }
     return chain([
       (written) => {
-        written.create(file, source({ jobName, className, every, toSrc }));
+        written.create(
+          file,
+          source({
+            jobName,
+            className,
+            every,
+            platform: toPlatform(moduleDir),
+          }),
+        );
         written.overwrite(moduleFile, registered);
       },
       formatted([file, moduleFile]),
@@ -76,9 +84,9 @@ function job(options) {
 }
 
 /** The job's file. */
-function source({ jobName, className, every, toSrc }) {
+function source({ jobName, className, every, platform }) {
   return `import { Logger } from '@nestjs/common';
-import { Job, type JobRun, type PeriodicJob } from '${toSrc}/jobs/job.decorator';
+import { Job, type JobRun, type PeriodicJob } from '${platform}/jobs/job.decorator';
 
 /** Rows one batch handles: a short transaction. */
 const BATCH = 500;

@@ -21,6 +21,7 @@ const { load } = require('js-yaml');
 const { formatSources } = require('./format');
 const { generateMigrations } = require('./migrations');
 const { registerInModule } = require('./module-file');
+const { MODULES_ROOT, moduleFolder, toPlatform } = require('./layout');
 const { resourceNames } = require('./names');
 
 const APP_MODULE = 'src/app.module.ts';
@@ -212,25 +213,25 @@ function settingsOf(options, kind) {
   if (sourceRoot !== 'src') {
     throw refuse(`the source root must be src, got ${sourceRoot}`);
   }
-  const parent = normalize(
-    options.path ? join(sourceRoot, normalize(options.path)) : sourceRoot,
-  );
-  if (parent !== 'src' && !parent.startsWith('src/')) {
-    throw refuse(`the path must be a folder under src, got ${options.path}`);
-  }
-  if (kind.intoModule && parent === 'src') {
+  const parent = moduleFolder(String(options.path ?? ''));
+  if (parent === undefined) {
     throw refuse(
-      `nest g ${kind.command} adds to an existing module: name its folder under src (nest g ${kind.command} ${names.name} inventory), or make a module with nest g resource ${names.name}`,
+      `the path must be a folder under ${MODULES_ROOT}, got ${options.path}`,
+    );
+  }
+  if (kind.intoModule && parent === MODULES_ROOT) {
+    throw refuse(
+      `nest g ${kind.command} adds to an existing module: name its folder under ${MODULES_ROOT} (nest g ${kind.command} ${names.name} inventory), or make a module with nest g resource ${names.name}`,
     );
   }
   const moduleDir =
     options.flat || kind.intoModule ? parent : join(parent, names.name);
   // a resource in a module's folder (`nest g resource greenhouses inventory`) is guarded by
   // that module's scopes, inventory:read and inventory:write, not by scopes of its route's
-  const scope = parent === 'src' ? names.name : parent.split('/')[1];
+  const scope = parent === MODULES_ROOT ? names.name : parent.split('/')[2];
   if (!/^[a-z][a-z0-9-]*$/.test(scope)) {
     throw refuse(
-      `the module folder ${scope} cannot name scopes (${scope}:read): use a lowercase kebab-case folder under src`,
+      `the module folder ${scope} cannot name scopes (${scope}:read): use a lowercase kebab-case folder under ${MODULES_ROOT}`,
     );
   }
   const specSuffix = options.specFileSuffix ?? 'spec';
@@ -257,9 +258,9 @@ function settingsOf(options, kind) {
     scope,
     scopeWords: scope.replaceAll('-', ' '),
     // the relative imports of the module folder and of its dto folder start with these
-    toSrc: relative(absolute(moduleDir), normalize('/src')) || '.',
+    toPlatform: toPlatform(moduleDir),
     toTest: relative(absolute(moduleDir), normalize('/test')),
-    dtoToSrc: relative(join(absolute(moduleDir), 'dto'), normalize('/src')),
+    dtoToPlatform: toPlatform(join(moduleDir, 'dto')),
     timestamp: options.timestamp ?? Date.now(),
     migrationName: `Add${names.Plural}`,
     event: `${names.singular}.${kind.event}`,
@@ -427,12 +428,14 @@ function moduleFileOf(tree, settings, kind) {
   const folder = tree.getDir(settings.moduleDir);
   const modules = folder.subfiles.filter((file) => file.endsWith('.module.ts'));
   if (modules.length === 0) {
-    // `nest g resource garden-beds catalogue` made src/catalogue/garden-beds/
+    // `nest g resource garden-beds catalogue` made src/modules/catalogue/garden-beds/
     const below = folder.subdirs
       .filter((sub) =>
         folder.dir(sub).subfiles.some((file) => file.endsWith('.module.ts')),
       )
-      .map((sub) => `${settings.moduleDir.replace(/^src\//, '')}/${sub}`);
+      .map(
+        (sub) => `${settings.moduleDir.replace(/^src\/modules\//, '')}/${sub}`,
+      );
     throw refuse(
       below.length > 0
         ? `${settings.moduleDir} has no module file (*.module.ts), but ${below.join(' and ')} ${below.length === 1 ? 'has one' : 'have one each'}: name the module's own folder, as in nest g ${kind.command} ${settings.name} ${below[0]}`
@@ -449,14 +452,20 @@ function moduleFileOf(tree, settings, kind) {
 
 /** The module file with the new parts registered in its `@Module()` (module-file.js). */
 function withPartsRegistered(source, path, settings, kind) {
-  const { Singular, Plural, CONSTANT, singular, name, toSrc } = settings;
+  const { Singular, Plural, CONSTANT, singular, name } = settings;
   const event = `${CONSTANT}_${kind.event.toUpperCase()}`;
   const imports = [
     { symbol: 'TypeOrmModule', from: '@nestjs/typeorm' },
-    { symbol: 'EventsModule', from: `${toSrc}/events/events.module` },
+    {
+      symbol: 'EventsModule',
+      from: `${settings.toPlatform}/events/events.module`,
+    },
     ...(settings.declaresScopes
       ? [
-          { symbol: 'ScopesModule', from: `${toSrc}/auth/scopes.module` },
+          {
+            symbol: 'ScopesModule',
+            from: `${settings.toPlatform}/auth/scopes.module`,
+          },
           { symbol: `${CONSTANT}_SCOPES`, from: `./${singular}.scopes` },
         ]
       : []),

@@ -34,13 +34,13 @@ const { MigrationGenerateCommand } = require(
   }),
 );
 const { readDatabaseConfig } = require(
-  join(root, 'src/config/database.config'),
+  join(root, 'src/platform/config/database.config'),
 );
 const { createDataSourceOptions } = require(
-  join(root, 'src/database/data-source-options'),
+  join(root, 'src/platform/database/data-source-options'),
 );
 const { PortableDataSource } = require(
-  join(root, 'src/database/portable-data-source'),
+  join(root, 'src/platform/database/portable-data-source'),
 );
 
 /** The migration file TypeORM's `migration:generate` writes for this schema difference. */

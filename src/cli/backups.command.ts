@@ -1,19 +1,19 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { move, MOVE_WAIT_MS } from '../backups/move';
-import { parseDuration } from '../config/environment';
+import { move, MOVE_WAIT_MS } from '../platform/backups/move';
+import { parseDuration } from '../platform/config/environment';
 import {
   backup,
   verifyAgainst,
   verifyArchive,
   type TableDifference,
-} from '../backups/backups';
-import { restore } from '../backups/restore';
-import type { TableSummary } from '../backups/archive-format';
+} from '../platform/backups/backups';
+import { restore } from '../platform/backups/restore';
+import type { TableSummary } from '../platform/backups/archive-format';
 import {
   describeDatabase,
   readDatabaseConfig,
   type DatabaseConfig,
-} from '../config/database.config';
+} from '../platform/config/database.config';
 import { formatTable, type CliOutput } from './cli-context';
 
 function parseTarget(url: string): DatabaseConfig {

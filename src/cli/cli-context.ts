@@ -1,6 +1,6 @@
 import type { INestApplicationContext, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { escapeUnprintable } from '../common/text/unprintable';
+import { escapeUnprintable } from '../platform/common/text/unprintable';
 import { CliModule } from './cli.module';
 
 export interface CliOutput {

@@ -1,14 +1,14 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { AppModule } from '../app.module';
-import { TokensModule } from '../auth/tokens.module';
-import { appConfig } from '../config/app.config';
-import { databaseConfig } from '../config/database.config';
-import { webhooksConfig } from '../config/webhooks.config';
-import { DatabaseModule } from '../database/database.module';
-import { SkippedEventsModule } from '../events/skipped-events.module';
-import { IdempotencyModule } from '../idempotency/idempotency.module';
-import { WebhookSubscriptionsModule } from '../webhooks/webhook-subscriptions.module';
+import { TokensModule } from '../platform/auth/tokens.module';
+import { appConfig } from '../platform/config/app.config';
+import { databaseConfig } from '../platform/config/database.config';
+import { webhooksConfig } from '../platform/config/webhooks.config';
+import { DatabaseModule } from '../platform/database/database.module';
+import { SkippedEventsModule } from '../platform/events/skipped-events.module';
+import { IdempotencyModule } from '../platform/idempotency/idempotency.module';
+import { WebhookSubscriptionsModule } from '../modules/webhooks/webhook-subscriptions.module';
 import { ServiceDeclarations } from './service-declarations';
 
 /** The scopes and events of the service's modules, which the CLI takes and shows. */

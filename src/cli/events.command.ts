@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { isDeclaredName } from '../common/modules/declared-name';
-import { SkippedEventsService } from '../events/skipped-events.service';
+import { isDeclaredName } from '../platform/common/modules/declared-name';
+import { SkippedEventsService } from '../platform/events/skipped-events.service';
 import {
   formatTable,
   formatTime,

@@ -6,8 +6,11 @@ import {
   type Type,
 } from '@nestjs/common';
 import { MODULE_METADATA } from '@nestjs/common/constants';
-import { DeclaredScopes, ScopeCatalogue } from '../auth/scopes';
-import { DeclaredEvents, EventCatalogue } from '../events/event-catalogue';
+import { DeclaredScopes, ScopeCatalogue } from '../platform/auth/scopes';
+import {
+  DeclaredEvents,
+  EventCatalogue,
+} from '../platform/events/event-catalogue';
 
 type Imported =
   | Type

@@ -1,12 +1,12 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import type { ApiToken } from '../auth/api-token.entity';
-import type { Scope } from '../auth/scopes';
+import type { ApiToken } from '../platform/auth/api-token.entity';
+import type { Scope } from '../platform/auth/scopes';
 import {
   MAX_TOKEN_LIFETIME,
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
-} from '../auth/tokens.service';
-import { DURATION_FORMAT, parseDuration } from '../config/environment';
+} from '../platform/auth/tokens.service';
+import { DURATION_FORMAT, parseDuration } from '../platform/config/environment';
 import {
   formatTable,
   formatTime,

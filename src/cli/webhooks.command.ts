@@ -1,6 +1,6 @@
 import { NotFoundException } from '@nestjs/common';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { WebhookSubscriptionsService } from '../webhooks/webhook-subscriptions.service';
+import { WebhookSubscriptionsService } from '../modules/webhooks/webhook-subscriptions.service';
 import {
   formatTable,
   formatTime,

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { appConfig, type AppConfig } from '../config/app.config';
+import { appConfig, type AppConfig } from '../platform/config/app.config';
 import { createApp } from '../setup-app';
 import { buildOpenApiDocument } from './openapi-document';
 import { openApiJson, openApiYaml } from './openapi-text';

@@ -7,27 +7,30 @@ import {
 } from '@nestjs/swagger';
 import type { ResponseObject } from '@nestjs/swagger';
 import swaggerPluginMetadata from '../metadata';
-import { ScopeCatalogue } from '../auth/scopes';
-import { INT64_MAX, INT64_MIN } from '../common/json/int64';
-import { DEFAULT_PAGE_SIZE } from '../plants/dto/list-plants-query.dto';
-import { ErrorBody } from '../common/errors/error-body.dto';
-import { errorExamples } from '../common/errors/error-examples';
-import { unknownQueryMessage } from '../common/validation/known-query.guard';
+import { ScopeCatalogue } from '../platform/auth/scopes';
+import { INT64_MAX, INT64_MIN } from '../platform/common/json/int64';
+import { DEFAULT_PAGE_SIZE } from '../modules/plants/dto/list-plants-query.dto';
+import { ErrorBody } from '../platform/common/errors/error-body.dto';
+import { errorExamples } from '../platform/common/errors/error-examples';
+import { unknownQueryMessage } from '../platform/common/validation/known-query.guard';
 import {
   BUSY_MESSAGE,
   DATABASE_UNAVAILABLE_MESSAGE,
   UNREACHABLE_BEFORE_CHANGE_MESSAGE,
   WRITE_OUTCOME_UNKNOWN_MESSAGE,
   INTERNAL_ERROR_MESSAGE,
-} from '../common/filters/all-exceptions.filter';
-import { tooManyConnectionsMessage } from '../http/hardened-express.adapter';
-import { SHUTTING_DOWN_MESSAGE } from '../http/shutdown-gate';
-import { REJECTED_TOKENS, tooManyRequests } from '../rate-limit/rate-limiter';
-import type { AppConfig } from '../config/app.config';
-import { configuredBaseUrl } from '../http/public-base-url';
-import { EventCatalogue } from '../events/event-catalogue';
-import { HEALTH_PROBE_PATHS } from '../health/health-probes';
-import { declareIdempotentOperations } from '../idempotency/idempotency-openapi';
+} from '../platform/common/filters/all-exceptions.filter';
+import { tooManyConnectionsMessage } from '../platform/http/hardened-express.adapter';
+import { SHUTTING_DOWN_MESSAGE } from '../platform/http/shutdown-gate';
+import {
+  REJECTED_TOKENS,
+  tooManyRequests,
+} from '../platform/rate-limit/rate-limiter';
+import type { AppConfig } from '../platform/config/app.config';
+import { configuredBaseUrl } from '../platform/http/public-base-url';
+import { EventCatalogue } from '../platform/events/event-catalogue';
+import { HEALTH_PROBE_PATHS } from '../platform/health/health-probes';
+import { declareIdempotentOperations } from '../platform/idempotency/idempotency-openapi';
 import { addWebhooks, listEventTypes } from './openapi-webhooks';
 
 export const BEARER_AUTH = 'bearerAuth';

@@ -7,8 +7,8 @@ import {
 import {
   EVENT_TYPE_ENUM,
   type EventCatalogue,
-} from '../events/event-catalogue';
-import { EVENT_TYPE_HEADER } from '../webhooks/webhook-sender';
+} from '../platform/events/event-catalogue';
+import { EVENT_TYPE_HEADER } from '../modules/webhooks/webhook-sender';
 
 const WEBHOOK_HEADERS = [
   [

@@ -5,8 +5,11 @@ import {
   type OpenAPIObject,
   type ServerObject,
 } from '@nestjs/swagger';
-import type { AppConfig } from '../config/app.config';
-import { publicBaseUrlOf, requestBaseUrl } from '../http/public-base-url';
+import type { AppConfig } from '../platform/config/app.config';
+import {
+  publicBaseUrlOf,
+  requestBaseUrl,
+} from '../platform/http/public-base-url';
 import {
   openApiJson,
   openApiYaml,

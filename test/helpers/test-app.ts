@@ -7,9 +7,12 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { ScopeCatalogue, type Scope } from '../../src/auth/scopes';
-import { TokensService } from '../../src/auth/tokens.service';
-import { appConfig, type AppConfig } from '../../src/config/app.config';
+import { ScopeCatalogue, type Scope } from '../../src/platform/auth/scopes';
+import { TokensService } from '../../src/platform/auth/tokens.service';
+import {
+  appConfig,
+  type AppConfig,
+} from '../../src/platform/config/app.config';
 import { buildOpenApiDocument } from '../../src/openapi/openapi-document';
 import { openApiJson } from '../../src/openapi/openapi-text';
 import { createApp, type CreateAppOptions } from '../../src/setup-app';

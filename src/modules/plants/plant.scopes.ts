@@ -1,0 +1,6 @@
+import type { ScopeDefinitions } from '../../platform/auth/scopes';
+
+export const PLANT_SCOPES = {
+  'plants:read': { description: 'list and read plants', byDefault: true },
+  'plants:write': { description: 'add and delete plants', byDefault: true },
+} as const satisfies ScopeDefinitions;

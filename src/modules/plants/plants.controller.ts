@@ -1,0 +1,177 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  HttpStatus,
+  Inject,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { RequireScopes } from '../../platform/auth/decorators/require-scopes.decorator';
+import { Idempotent } from '../../platform/idempotency/idempotent.decorator';
+import { ErrorBody } from '../../platform/common/errors/error-body.dto';
+import { errorExamples } from '../../platform/common/errors/error-examples';
+import { INT64_RANGE_MESSAGE } from '../../platform/common/json/int64';
+import type { JsonText } from '../../platform/common/json/lossless-json';
+import { publicBaseUrlOf } from '../../platform/http/public-base-url';
+import { Int64Param } from '../../platform/common/validation/int64.decorators';
+import { appConfig, type AppConfig } from '../../platform/config/app.config';
+import { CreatePlantDto } from './dto/create-plant.dto';
+import { ListPlantsQueryDto, MAX_PAGE_SIZE } from './dto/list-plants-query.dto';
+import { EXAMPLE_PLANT_ID, PlantDto } from './dto/plant.dto';
+import type { Plant } from './plant.entity';
+import { PlantsService } from './plants.service';
+
+const PLANT_ID = 'Identification number of the plant';
+
+/**
+ * The spec's words for the 400 of every plant operation, kept as the reference has them, and
+ * what they mean here.
+ */
+function badRequest(kinds: Record<string, string>) {
+  return ApiBadRequestResponse({
+    description:
+      'unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where',
+    type: ErrorBody,
+    examples: errorExamples(400, kinds),
+  });
+}
+
+const BAD_PATH_ID = {
+  'Id not an int64': `id in the path must be ${INT64_RANGE_MESSAGE}, got "abc"`,
+};
+
+const NO_SUCH_PLANT = ApiNotFoundResponse({
+  description: 'no plant has this id',
+  type: ErrorBody,
+  examples: errorExamples(404, {
+    'No such plant': `no plant with id ${EXAMPLE_PLANT_ID} exists`,
+  }),
+});
+
+@ApiTags('plants')
+@Controller('plants')
+export class PlantsController {
+  constructor(
+    private readonly plantsService: PlantsService,
+    @Inject(appConfig.KEY) private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  @RequireScopes('plants:read')
+  @ApiOperation({
+    operationId: 'findPlants',
+    summary: 'Lists plants in ascending id order, a page at a time',
+  })
+  @badRequest({
+    'Limit out of range': `limit must be an integer between 1 and ${MAX_PAGE_SIZE}`,
+    'After not an int64': `after must be ${INT64_RANGE_MESSAGE}`,
+    'Unknown parameter':
+      'query parameter "TAG" is not one this operation takes; it takes limit, tag, after (names are case-sensitive)',
+  })
+  @ApiOkResponse({
+    description: 'plant response',
+    schema: {
+      type: 'array',
+      items: { $ref: getSchemaPath(PlantDto) },
+      maxItems: MAX_PAGE_SIZE,
+    },
+    headers: {
+      Link: {
+        description:
+          'When more plants follow: `<url of the next page>; rel="next"`. A page ends early, before `limit` plants, where its body would pass the service\'s page size bound (1 MiB by default); follow the link for the rest',
+        schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' },
+      },
+    },
+  })
+  async findAll(
+    @Query() query: ListPlantsQueryDto,
+    @Req() request: Request,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<JsonText> {
+    const {
+      items: plants,
+      hasMore,
+      json,
+    } = await this.plantsService.list(query, this.config.pageMaxBytes);
+    if (hasMore) {
+      const next = new URLSearchParams({ limit: String(query.limit) });
+      if (query.tag !== undefined) next.set('tag', query.tag);
+      next.set('after', String(plants[plants.length - 1].id));
+      response.setHeader(
+        'Link',
+        `<${publicBaseUrlOf(request, this.config)}/plants?${next.toString()}>; rel="next"`,
+      );
+    }
+    return json;
+  }
+
+  @Post()
+  @HttpCode(HttpStatus.OK)
+  @RequireScopes('plants:write')
+  @Idempotent()
+  @ApiOperation({
+    operationId: 'addPlant',
+    summary: 'Creates a new plant in the store',
+  })
+  @badRequest({
+    'Duplicate id': `a plant with id ${EXAMPLE_PLANT_ID} already exists`,
+    'Id out of range': `id must be ${INT64_RANGE_MESSAGE}`,
+    'Missing name': 'name is required',
+    'Not JSON':
+      'request body is not valid JSON: Quoted object key expected but reached end of input at position 8',
+    'Wrong Content-Type':
+      'Content-Type must be application/json, got "text/plain"',
+  })
+  @ApiBody({
+    description: 'Plant to add to the store',
+    type: CreatePlantDto,
+    required: true,
+  })
+  @ApiOkResponse({ description: 'plant response', type: PlantDto })
+  create(@Body() newPlant: CreatePlantDto): Promise<Plant> {
+    return this.plantsService.create(newPlant);
+  }
+
+  @Get(':id')
+  @RequireScopes('plants:read')
+  @ApiOperation({
+    operationId: 'findPlantById',
+    summary: 'Returns the plant with this id',
+  })
+  @ApiOkResponse({ description: 'plant response', type: PlantDto })
+  @badRequest(BAD_PATH_ID)
+  @NO_SUCH_PLANT
+  findOne(@Int64Param('id', PLANT_ID) id: bigint): Promise<Plant> {
+    return this.plantsService.findOne(id);
+  }
+
+  @Delete(':id')
+  @HttpCode(HttpStatus.NO_CONTENT)
+  @RequireScopes('plants:write')
+  @ApiOperation({
+    operationId: 'deletePlant',
+    summary: 'Deletes the plant with this id',
+  })
+  @ApiNoContentResponse({ description: 'plant deleted' })
+  @badRequest(BAD_PATH_ID)
+  @NO_SUCH_PLANT
+  async remove(@Int64Param('id', PLANT_ID) id: bigint): Promise<void> {
+    await this.plantsService.remove(id);
+  }
+}

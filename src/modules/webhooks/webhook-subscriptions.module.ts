@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ScopesModule } from '../../platform/auth/scopes.module';
+import { EventsModule } from '../../platform/events/events.module';
+import { WebhookDelivery } from './webhook-delivery.entity';
+import { WebhookSubscription } from './webhook-subscription.entity';
+import { WebhookSubscriptionsController } from './webhook-subscriptions.controller';
+import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
+import { WEBHOOK_SCOPES } from './webhook.scopes';
+
+/**
+ * Webhook subscriptions and their delivery records: the HTTP API, and the service the
+ * command-line tool uses too (an application context serves no controllers).
+ */
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([WebhookSubscription, WebhookDelivery]),
+    EventsModule,
+    ScopesModule.forFeature(WEBHOOK_SCOPES),
+  ],
+  controllers: [WebhookSubscriptionsController],
+  providers: [WebhookSubscriptionsService],
+  exports: [WebhookSubscriptionsService, TypeOrmModule, EventsModule],
+})
+export class WebhookSubscriptionsModule {}

@@ -1,0 +1,9 @@
+import type { ScopeDefinitions } from '../../platform/auth/scopes';
+
+export const WEBHOOK_SCOPES = {
+  'webhooks:manage': {
+    description:
+      'create, list and delete webhook subscriptions and read their deliveries',
+    byDefault: false,
+  },
+} as const satisfies ScopeDefinitions;

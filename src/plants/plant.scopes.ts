@@ -1,6 +1,0 @@
-import type { ScopeDefinitions } from '../auth/scopes';
-
-export const PLANT_SCOPES = {
-  'plants:read': { description: 'list and read plants', byDefault: true },
-  'plants:write': { description: 'add and delete plants', byDefault: true },
-} as const satisfies ScopeDefinitions;

@@ -1,9 +1,0 @@
-import type { ScopeDefinitions } from '../auth/scopes';
-
-export const WEBHOOK_SCOPES = {
-  'webhooks:manage': {
-    description:
-      'create, list and delete webhook subscriptions and read their deliveries',
-    byDefault: false,
-  },
-} as const satisfies ScopeDefinitions;
