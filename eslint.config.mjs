@@ -76,7 +76,7 @@ export default tseslint.config(
       ],
       // Transactions are opened by @Transactional() or DataSource.transaction, never by hand:
       // those retry PostgreSQL's serialization failures and always give SQLite's one
-      // connection back (src/platform/database/portable-data-source.ts)
+      // connection back (src/platform/database/transaction-runner.ts)
       'no-restricted-properties': [
         'error',
         ...['startTransaction', 'commitTransaction', 'rollbackTransaction'].map(
@@ -149,8 +149,12 @@ export default tseslint.config(
     },
   },
   {
-    // where transactions are implemented
-    files: ['src/platform/database/portable-data-source.ts'],
+    // where transactions are implemented: run, SQLite's sessions, migrations
+    files: [
+      'src/platform/database/transaction-runner.ts',
+      'src/platform/database/sqlite-connection.ts',
+      'src/platform/database/locked-migrations.ts',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

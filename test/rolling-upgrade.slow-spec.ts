@@ -47,7 +47,7 @@ const EXPECTED: Record<string, number> = {
 const KNOWN_OF_PREVIOUS: Record<string, Record<string, Answer[]>> = {
   // its subscription create read the log's head and then wrote in a deferred SQLite
   // transaction, which another process's commit in between fails at once (SQLITE_BUSY_SNAPSHOT):
-  // an honest 503 busy, nothing changed; since fixed by BEGIN IMMEDIATE (portable-data-source.ts)
+  // an honest 503 busy, nothing changed; since fixed by BEGIN IMMEDIATE (sqlite-connection.ts)
   '8a1e2421e7a3e261f01cb46115f2060a3f325bc7': {
     SQLite: [
       {

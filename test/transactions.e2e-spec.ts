@@ -5,10 +5,8 @@ import { ServiceDeclarations } from '../src/cli/service-declarations';
 import { DataSource, type EntityManager, QueryFailedError } from 'typeorm';
 import { EntitySql } from '../src/platform/database/entity-sql';
 import { findForUpdate } from '../src/platform/database/row-locks';
-import {
-  PortableDataSource,
-  SERIALIZABLE_LOCK_WAIT_MS,
-} from '../src/platform/database/portable-data-source';
+import { PortableDataSource } from '../src/platform/database/portable-data-source';
+import { SERIALIZABLE_LOCK_WAIT_MS } from '../src/platform/database/transaction-runner';
 import { describeRequestProblem } from '../src/platform/database/database-errors';
 import { EventPublisher } from '../src/platform/events/event-publisher';
 import { createOrdersTables } from './fixtures/orders/create-tables';

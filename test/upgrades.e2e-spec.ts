@@ -2,10 +2,8 @@ import { testLimit } from './helpers/pace';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import {
-  MIGRATION_LOCK_TIMEOUT_MS,
-  PortableDataSource,
-} from '../src/platform/database/portable-data-source';
+import { MIGRATION_LOCK_TIMEOUT_MS } from '../src/platform/database/locked-migrations';
+import { PortableDataSource } from '../src/platform/database/portable-data-source';
 import { SCHEMA_MISMATCH_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
 import { createTestDatabase } from './helpers/postgres';
 import {

@@ -3,7 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { DataSource } from 'typeorm';
 import { isPublicAddress } from '../src/modules/webhooks/outbound-target';
-import { transactionRunnerOf } from '../src/platform/database/portable-data-source';
+import { transactionRunnerOf } from '../src/platform/database/transaction-context';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { WebhookReceiver } from './helpers/webhook-receiver';
 import {

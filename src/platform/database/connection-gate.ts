@@ -21,7 +21,7 @@ interface Waiter {
  *   holder has it. Whoever comes after it, statement or transaction, waits its turn: first
  *   come, first served, so neither kind starves the other.
  * - The holder's own statements do not come through `statement`: the data source tells them
- *   apart (portable-data-source.ts) and runs them directly.
+ *   apart (sqlite-connection.ts) and runs them directly.
  * - No wait is endless: one that lasts `timeoutMs` (DB_BUSY_TIMEOUT) ends in DatabaseBusyError
  *   (503 busy, nothing changed), whatever holds the connection. One timer serves the line: its
  *   first waiter's deadline is the earliest.

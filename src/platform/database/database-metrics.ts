@@ -1,7 +1,8 @@
 import { Injectable, Optional, type OnModuleInit } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Metrics } from '../metrics/metrics';
-import { databaseSystemOf, PortableDataSource } from './portable-data-source';
+import { PortableDataSource } from './portable-data-source';
+import { databaseSystemOf } from './statement-observers';
 
 interface PgPool {
   totalCount: number;

@@ -23,10 +23,8 @@ import { DatabaseMetrics } from './database-metrics';
 import { SchemaCompatibility } from './schema-compatibility';
 import { StoreFence } from './store-fence';
 import { StoreMove } from './store-move.entity';
-import {
-  PortableDataSource,
-  type MigrationReporter,
-} from './portable-data-source';
+import { type MigrationReporter } from './locked-migrations';
+import { PortableDataSource } from './portable-data-source';
 
 /**
  * ClsModule registers a global guard and a global interceptor even when, as here, it mounts

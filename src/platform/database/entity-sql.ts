@@ -8,10 +8,8 @@ import type {
 import { columnReaderOf, type ColumnReader } from './column-readers';
 import { DuplicateKeyError, uniqueKeyColumnsOf } from './database-errors';
 import { NumberedPlaceholders } from './numbered-placeholders';
-import {
-  PortableDataSource,
-  transactionRunnerOf,
-} from './portable-data-source';
+import { PortableDataSource } from './portable-data-source';
+import { transactionRunnerOf } from './transaction-context';
 
 /**
  * Hand-written SQL for an entity, for the queries on a request's hot path, where the cost of

@@ -1,9 +1,7 @@
 import { QueryFailedError } from 'typeorm';
 import { isDatabaseBusy } from './database-errors';
-import {
-  PortableDataSource,
-  transactionIsolationOf,
-} from './portable-data-source';
+import { PortableDataSource } from './portable-data-source';
+import { transactionIsolationOf } from './transaction-context';
 
 /** What PostgreSQL answers a transaction it gave up so that the others stay consistent. */
 const conflict = (code: '40001' | '40P01') =>

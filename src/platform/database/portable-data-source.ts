@@ -1,95 +1,40 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Database, Statement } from 'better-sqlite3';
-import { LRUCache } from 'lru-cache';
 import {
   DataSource,
-  MigrationExecutor,
-  QueryFailedError,
-  QueryResult,
   type DataSourceOptions,
   type EntityManager,
   type Migration,
+  type QueryResult,
   type QueryRunner,
 } from 'typeorm';
-import { traced, tracing } from '../tracing/tracing';
-import { ConnectionGate } from './connection-gate';
-import { NamedStatements } from './named-statements';
-import type { CallbackPool } from './callback-pool';
-import {
-  ConnectionQueue,
-  queueConnections,
-  type QueueBounds,
-} from './connection-queue';
+import { tracing } from '../tracing/tracing';
+import type { ConnectionQueue, QueueBounds } from './connection-queue';
 import {
   DatabaseUnreachableError,
   explainConnectFailure,
-  gaveWayToLiveTraffic,
-  isLockNotGranted,
-  isTransactionConflict,
 } from './database-errors';
-
-/** The transaction an async context runs in, and the runner that joins it. */
-interface ActiveTransaction {
-  dataSource: DataSource;
-  /** The transaction's runner for code that joins: releasing it gives nothing back. */
-  joined: QueryRunner;
-  /** When its attempts must have had their connection, in ms (Date.now()). */
-  deadline: number;
-  /** What it was asked to run at; PostgreSQL's level, and on SQLite what the rule expects. */
-  isolation: IsolationLevel;
-  /**
-   * It takes the level of the first transaction that joins it, while no statement has run in
-   * it (`adoptingTransaction`); `statementRan` says whether one has.
-   */
-  adopting?: {
-    statementRan: boolean;
-    setLevel: (level: IsolationLevel) => Promise<void>;
-  };
-}
-
-const activeTransaction = new AsyncLocalStorage<ActiveTransaction>();
-
-/**
- * The runner of the transaction the caller runs in on this data source, if any: what every
- * statement of the caller must use to take part in it (EntitySql asks; TypeORM's own calls go
- * through `createQueryRunner`, which answers the same).
- */
-export function transactionRunnerOf(
-  dataSource: DataSource,
-): QueryRunner | undefined {
-  const active = activeTransaction.getStore();
-  if (active === undefined) return undefined;
-  if (active.dataSource !== dataSource) throw new TransactionOfAnotherApp();
-  return active.joined;
-}
-
-/**
- * A statement of one app inside a transaction another app of the same process opened: the
- * two apps share @nestjs-cls/transactional's TransactionHost, one per process, so every
- * app's `@Transactional()` methods open their transactions on the data source of the app
- * started last, and their statements would run outside them, on their own.
- */
-export class TransactionOfAnotherApp extends Error {
-  override readonly name = 'TransactionOfAnotherApp';
-
-  constructor() {
-    super(
-      'a statement ran inside a transaction that another Nest app of this process opened: @nestjs-cls/transactional keeps one TransactionHost per process, so the @Transactional() methods of every app run on the database of the app created last. Run one app per process at a time: close the first app before creating the next, or start the second as a process of its own (startServiceProcess in test/helpers/service-process.ts)',
-    );
-  }
-}
-
-/**
- * The isolation level the transaction the caller runs in on this data source was asked for
- * (SERIALIZABLE unless said), whichever the engine; undefined outside one. On SQLite every
- * transaction holds the one connection alone, whatever it asked for.
- */
-export function transactionIsolationOf(
-  dataSource: DataSource,
-): IsolationLevel | undefined {
-  const active = activeTransaction.getStore();
-  return active?.dataSource === dataSource ? active.isolation : undefined;
-}
+import { LockedMigrations, type MigrationReporter } from './locked-migrations';
+import {
+  poolOfOne,
+  queuePooledConnections,
+  type PgPool,
+} from './postgres-pool';
+import {
+  gateSqliteConnection,
+  sqliteSession,
+  type SqliteConnection,
+} from './sqlite-connection';
+import {
+  observedBy,
+  statementSpans,
+  type StatementWrapper,
+} from './statement-observers';
+import {
+  activeTransaction,
+  transactionRunnerOf,
+  type IsolationLevel,
+  type Work,
+} from './transaction-context';
+import { TransactionRunner } from './transaction-runner';
 
 /**
  * How long work waits its turn at PostgreSQL (DB_BUSY_TIMEOUT, DB_QUEUE_LIMIT), unless the
@@ -108,94 +53,6 @@ export type PortableDataSourceOptions = DataSourceOptions & {
   migrationReporter?: MigrationReporter;
 };
 
-/**
- * How a transaction begins on SQLite: holding the write lock from its first statement. Within
- * one process the gate already runs transactions one at a time; another process on the same
- * file (a second instance during a rolling update, the command-line tool) is what this is for.
- * A deferred transaction that has read and then writes after another process committed fails
- * at once with SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out; an immediate one waits
- * its turn for the lock (better-sqlite3's 5 s) and then reads what is current.
- */
-const BEGIN_IMMEDIATE = 'BEGIN IMMEDIATE TRANSACTION';
-
-/** Statements kept prepared on SQLite's connection, by text: every text the code writes. */
-const PREPARED_STATEMENTS = 256;
-
-/**
- * How long a statement of a SERIALIZABLE or REPEATABLE READ transaction waits for a row lock
- * on PostgreSQL before it fails (55P03) and the transaction runs again. Waiting cannot help
- * there: when the holder commits, the waiter fails with a serialization failure anyway; and
- * two transactions that lock two rows in opposite orders would wait for PostgreSQL's deadlock
- * check, a second (deadlock_timeout) into the wait. At READ COMMITTED, where a lock is taken
- * to be waited for (`@LockingTransaction()`), the server's own setting holds.
- */
-export const SERIALIZABLE_LOCK_WAIT_MS = 10;
-
-/** Whether a transaction at `level` bounds its row-lock waits (as above). */
-function boundsLockWaits(level: IsolationLevel): boolean {
-  return level === 'SERIALIZABLE' || level === 'REPEATABLE READ';
-}
-
-const BOUNDED_LOCK_WAIT = `SET LOCAL lock_timeout = ${SERIALIZABLE_LOCK_WAIT_MS}`;
-
-/**
- * The pause before a conflicted transaction runs again, at random up to this: the transaction
- * it met has a moment to commit. Short, because the line of conflicted transactions (below)
- * already keeps them from colliding with each other: a longer pause only let requests that
- * came later take the rows first (p99 5.4 s for 70 contended transfers, against 1.4 s).
- */
-const RETRY_JITTER_MS = 5;
-
-type Work<T> = (manager: EntityManager) => Promise<T>;
-
-/** pg-pool's Pool as the driver holds it (`driver.master`), and what it was made with. */
-interface PgPool extends CallbackPool {
-  options: Record<string, unknown>;
-  query(sql: string): Promise<unknown>;
-  end(): Promise<void>;
-}
-
-/** The pg module TypeORM's driver loaded (`driver.postgres`). */
-interface PgModule {
-  Pool: new (options: Record<string, unknown>) => PgPool;
-}
-
-/** TypeORM's isolation levels (the package root does not export their type). */
-export type IsolationLevel = NonNullable<
-  Parameters<QueryRunner['startTransaction']>[0]
->;
-
-/**
- * The key of the session-level advisory lock that migrations run under on PostgreSQL: any
- * 64-bit number that no other code on the database uses. (The text "plant-store" as bytes.)
- */
-export const MIGRATION_LOCK_KEY = 0x706c616e7473746fn;
-
-/** How often an instance waiting for another's migrations asks for the lock again. */
-const MIGRATION_LOCK_POLL_MS = 100;
-
-/**
- * How long an instance waits for another's migrations, and retries its own that gave way to
- * live traffic, before it gives up and exits.
- */
-export const MIGRATION_LOCK_WAIT_MS = 5 * 60_000;
-
-/**
- * How long a migration's statement waits for a lock that live traffic holds on PostgreSQL
- * before the migrations are rolled back and tried again: below PostgreSQL's default
- * deadlock_timeout (1 s), so that in a deadlock between a migration and a live write the
- * migration gives way, not the write.
- */
-export const MIGRATION_LOCK_TIMEOUT_MS = 500;
-
-/** Told of what migrations do at start: the service logs it (database.module.ts). */
-export interface MigrationReporter {
-  /** `name` was applied and committed, its `up` taking `durationMs`. */
-  applied(name: string, durationMs: number): void;
-  /** The migrations were rolled back after waiting for live traffic's locks, and run again. */
-  retrying(attempt: number, reason: string, delayMs: number): void;
-}
-
 /** How TypeORM spells a timestamp without a time zone on PostgreSQL, before normalising. */
 const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
   Date,
@@ -203,24 +60,19 @@ const ZONELESS_TIMESTAMP_TYPES: unknown[] = [
   'timestamp without time zone',
 ];
 
-/** SQLite's one connection, as every statement and transaction of the data source meets it. */
-interface SqliteConnection {
-  /** Held by a transaction from BEGIN to its end; statements pass it between transactions. */
-  gate: ConnectionGate;
-  /** The one runner; its `query` passes the gate. */
-  shared: QueryRunner;
-  /** The shared runner's own `query`, run at once when `holds()`, through the gate otherwise. */
-  gatedQuery: (holds: () => boolean) => QueryRunner['query'];
-  /** A statement on its prepared statement, inside statementWrappers. */
-  preparedQuery: QueryRunner['query'];
-}
-
 /**
- * TypeORM's DataSource, with the one column type that TypeORM cannot spell for both engines
- * from one entity: an instant. SQLite keeps `datetime` text in UTC; on PostgreSQL a `Date`
- * column would be `timestamp without time zone`, which shifts instants with the server's and
- * the service's time zones, so every timestamp there is `timestamptz`, as the migrations
- * create it. Entities keep writing `@Column({ type: Date })` and `@CreateDateColumn()`.
+ * TypeORM's DataSource, the same for both engines: transactions that are safe on each
+ * (`transaction`), one way in for every statement (the line in front of PostgreSQL's pool,
+ * SQLite's one connection behind its gate, the statement wrappers), and migrations applied by
+ * one instance at a time beside live traffic. Its parts each have a file of their own here:
+ * transaction-runner.ts, sqlite-connection.ts, postgres-pool.ts, locked-migrations.ts,
+ * statement-observers.ts.
+ *
+ * It also spells the one column type that TypeORM cannot spell for both engines from one
+ * entity: an instant. SQLite keeps `datetime` text in UTC; on PostgreSQL a `Date` column would
+ * be `timestamp without time zone`, which shifts instants with the server's and the service's
+ * time zones, so every timestamp there is `timestamptz`, as the migrations create it. Entities
+ * keep writing `@Column({ type: Date })` and `@CreateDateColumn()`.
  *
  * The service (database.module.ts) and the TypeORM CLI (ormconfig.ts) both use this class, so
  * `npm run migration:generate` compares the migrated schema with what the service reads.
@@ -233,20 +85,22 @@ export class PortableDataSource extends DataSource {
 
   /** PostgreSQL only: the line in front of the pool. */
   private queue?: ConnectionQueue;
-  /**
-   * This instance's transactions that conflicted, run again one at a time, the oldest first
-   * (by deadline: a transaction keeps the one of its first attempt).
-   */
-  private readonly retryLine = new ConnectionQueue(1, {
-    ...this.contention,
-    limit: Number.MAX_SAFE_INTEGER,
-  });
 
   /** PostgreSQL only: readiness's own connection, apart from the pool and its line. */
   private pingPool?: PgPool;
 
+  /** Opens transactions, and runs them again on conflicts. */
+  private readonly transactions: TransactionRunner;
+
+  private readonly lockedMigrations: LockedMigrations;
+
   constructor(options: PortableDataSourceOptions) {
     super(options);
+    this.transactions = new TransactionRunner(this, this.contention);
+    this.lockedMigrations = new LockedMigrations(
+      this,
+      options.migrationReporter,
+    );
   }
 
   private get contention(): QueueBounds {
@@ -269,24 +123,6 @@ export class PortableDataSource extends DataSource {
 
   /** Told of every committed write (`writeCommitted`). */
   private readonly commitListeners: (() => void)[] = [];
-
-  /** `run`, inside statementWrappers. */
-  private observed(run: QueryRunner['query']): QueryRunner['query'] {
-    // three parameters, not a rest parameter: every statement of the service passes here
-    return ((sql: string, parameters?: unknown[], structured?: boolean) => {
-      const wrappers = this.statementWrappers;
-      if (wrappers.length === 0) {
-        return run(sql, parameters, structured as true);
-      }
-      let call = (): Promise<unknown> =>
-        run(sql, parameters, structured as true);
-      for (const wrap of wrappers) {
-        const inner = call;
-        call = () => wrap(sql, inner);
-      }
-      return call();
-    }) as QueryRunner['query'];
-  }
 
   /**
    * `listener` runs after each committed write: evidence that the database takes writes
@@ -313,8 +149,20 @@ export class PortableDataSource extends DataSource {
         this.options.type === 'postgres' ? this.options.url : undefined;
       throw (url && explainConnectFailure(error, url)) || error;
     }
-    if (this.options.type === 'better-sqlite3') this.gateSqliteConnection();
-    if (this.options.type === 'postgres') this.queuePooledConnections();
+    if (this.options.type === 'better-sqlite3') {
+      this.sqlite = gateSqliteConnection(
+        this,
+        this.contention.timeoutMs,
+        (run) => observedBy(this.statementWrappers, run),
+      );
+    }
+    if (this.options.type === 'postgres') {
+      this.queue = queuePooledConnections(
+        this,
+        this.contention,
+        this.options.preparedStatements !== false,
+      );
+    }
     if (tracing.tracer) this.statementWrappers.push(statementSpans(this));
     return this;
   }
@@ -351,37 +199,8 @@ export class PortableDataSource extends DataSource {
       return;
     }
     if (!this.isInitialized) throw new Error('the database is not connected');
-    this.pingPool ??= this.pingPoolLike(
-      (this.driver as unknown as { master: PgPool }).master,
-    );
+    this.pingPool ??= poolOfOne(this);
     await withTimeout(this.pingPool.query('SELECT 1'), timeoutMs);
-  }
-
-  /** A pool of one connection, made as the driver's pool is (its URL, TLS and timeouts). */
-  private pingPoolLike(master: PgPool): PgPool {
-    const { Pool } = (this.driver as unknown as { postgres: PgModule })
-      .postgres;
-    const pool = new Pool({ ...master.options, max: 1 });
-    // a failure is the caller's to see, in its query; an idle connection that dies is replaced
-    (pool as unknown as NodeJS.EventEmitter).on('error', () => undefined);
-    return pool;
-  }
-
-  /**
-   * Every connection the pool gives out waits its turn in a bounded line first, and runs its
-   * statements with parameters as named ones (named-statements.ts) unless
-   * DB_PREPARED_STATEMENTS=false.
-   */
-  private queuePooledConnections(): void {
-    const pool = (this.driver as unknown as { master: PgPool }).master;
-    if (this.options.preparedStatements !== false) {
-      new NamedStatements().nameStatementsOfPool(pool);
-    }
-    this.queue = new ConnectionQueue(Number(pool.options.max), this.contention);
-    queueConnections(pool, this.queue, () => {
-      const active = activeTransaction.getStore();
-      return active?.dataSource === this ? active.deadline : undefined;
-    });
   }
 
   /**
@@ -421,12 +240,12 @@ export class PortableDataSource extends DataSource {
     if (joined) {
       const active = activeTransaction.getStore()!;
       if (active.adopting && level !== active.isolation) {
-        await this.adopt(active, level);
+        await this.transactions.adopt(active, level);
       }
       // a savepoint of the transaction it joins, at that transaction's isolation
       return joined.manager.transaction(work);
     }
-    return this.retried(level, work, false);
+    return this.transactions.run(level, work, false);
   }
 
   /**
@@ -439,152 +258,7 @@ export class PortableDataSource extends DataSource {
    */
   adoptingTransaction<T>(fallback: IsolationLevel, work: Work<T>): Promise<T> {
     if (transactionRunnerOf(this)) return this.transaction(fallback, work);
-    return this.retried(fallback, work, true);
-  }
-
-  /** The isolation level of the transaction `active` becomes `level`, before its first statement. */
-  private async adopt(
-    active: ActiveTransaction,
-    level: IsolationLevel,
-  ): Promise<void> {
-    const adopting = active.adopting!;
-    if (adopting.statementRan) {
-      throw new Error(
-        `a ${level} transaction joined a transaction opened at ${active.isolation} after statements ran in it, too late to change its level: declare the level on the route (@Idempotent({ isolation: '${level}' })), or run no statement before calling the method that opens the ${level} transaction (docs/conventions.md, "Business rules")`,
-      );
-    }
-    await adopting.setLevel(level);
-    active.isolation = level;
-    active.adopting = undefined;
-  }
-
-  private async retried<T>(
-    level: IsolationLevel,
-    work: Work<T>,
-    adopting: boolean,
-  ): Promise<T> {
-    const deadline = Date.now() + this.contention.timeoutMs;
-    let inLine = false;
-    try {
-      for (;;) {
-        try {
-          return await this.runTransaction(level, deadline, work, adopting);
-        } catch (error) {
-          if (!isTransactionConflict(error) && !isLockNotGranted(error)) {
-            throw error;
-          }
-          // run again from the line of this instance's conflicted transactions, one at a time
-          // in the order they began: the first of them keeps trying until it commits
-          if (!inLine) {
-            // past the bound, the conflict is the answer (busy), as below
-            await this.retryLine.acquire(deadline).catch(() => {
-              throw error;
-            });
-            inLine = true;
-          }
-          const delay = Math.random() * RETRY_JITTER_MS;
-          if (Date.now() + delay >= deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, delay));
-          // a timer can fire late on a loaded machine: no attempt starts past the bound
-          if (Date.now() >= deadline) throw error;
-        }
-      }
-    } finally {
-      if (inLine) this.retryLine.release();
-    }
-  }
-
-  private async runTransaction<T>(
-    isolation: IsolationLevel,
-    deadline: number,
-    work: Work<T>,
-    adopting: boolean,
-  ): Promise<T> {
-    const owner = this.createQueryRunner();
-    const joined =
-      this.sqlite !== undefined
-        ? owner
-        : (Object.create(owner, {
-            release: { value: () => Promise.resolve() },
-          }) as QueryRunner);
-    const active: ActiveTransaction = {
-      dataSource: this,
-      joined,
-      deadline,
-      isolation,
-    };
-    try {
-      return await activeTransaction.run(active, async () => {
-        await this.begin(owner, isolation);
-        if (adopting) this.watchFirstStatement(owner, active);
-        try {
-          const result = await work(owner.manager);
-          await owner.commitTransaction();
-          this.writeCommitted();
-          return result;
-        } catch (error) {
-          if (owner.isTransactionActive) {
-            await owner.rollbackTransaction().catch(() => undefined);
-          }
-          throw error;
-        }
-      });
-    } finally {
-      await owner.release();
-    }
-  }
-
-  /**
-   * Begins `owner`'s transaction. On PostgreSQL in one round trip where TypeORM takes two
-   * (START TRANSACTION, then SET TRANSACTION ISOLATION LEVEL), with the level's bound on
-   * row-lock waits (boundsLockWaits). SQLite's own level is serializable, and TypeORM refuses it
-   * any other.
-   */
-  private async begin(
-    owner: QueryRunner,
-    isolation: IsolationLevel,
-  ): Promise<void> {
-    if (this.options.type !== 'postgres') return owner.startTransaction();
-    const query = owner.query.bind(owner);
-    owner.query = ((sql: string) =>
-      sql === 'START TRANSACTION'
-        ? Promise.resolve()
-        : query(
-            `START TRANSACTION ISOLATION LEVEL ${isolation}${boundsLockWaits(isolation) ? `; ${BOUNDED_LOCK_WAIT}` : ''}`,
-          )) as QueryRunner['query'];
-    try {
-      await owner.startTransaction(isolation);
-    } finally {
-      owner.query = query;
-    }
-  }
-
-  /**
-   * Marks `active` once a statement runs on `owner`, and gives it the way to change its level
-   * until then.
-   */
-  private watchFirstStatement(
-    owner: QueryRunner,
-    active: ActiveTransaction,
-  ): void {
-    const query = owner.query.bind(owner);
-    const adopting = {
-      statementRan: false,
-      setLevel: async (level: IsolationLevel) => {
-        // PostgreSQL takes it before the transaction's first statement; SQLite has one level
-        if (this.options.type === 'postgres') {
-          await query(
-            `SET TRANSACTION ISOLATION LEVEL ${level}; ${boundsLockWaits(level) ? BOUNDED_LOCK_WAIT : 'SET LOCAL lock_timeout = DEFAULT'}`,
-          );
-        }
-      },
-    };
-    owner.query = ((...args: Parameters<QueryRunner['query']>) => {
-      adopting.statementRan = true;
-      owner.query = query;
-      return query(...args);
-    }) as QueryRunner['query'];
-    active.adopting = adopting;
+    return this.transactions.run(fallback, work, true);
   }
 
   /**
@@ -615,7 +289,7 @@ export class PortableDataSource extends DataSource {
     const joined = transactionRunnerOf(this);
     if (joined) return joined;
     return this.sqlite
-      ? this.sqliteSession(this.sqlite)
+      ? sqliteSession(this, this.sqlite)
       : this.withWrappers(super.createQueryRunner(mode));
   }
 
@@ -651,275 +325,22 @@ export class PortableDataSource extends DataSource {
   /** A PostgreSQL runner whose statements pass statementWrappers, while there are any. */
   private withWrappers(runner: QueryRunner): QueryRunner {
     if (this.statementWrappers.length > 0) {
-      runner.query = this.observed(runner.query.bind(runner));
+      runner.query = observedBy(
+        this.statementWrappers,
+        runner.query.bind(runner),
+      );
     }
     return runner;
   }
 
   /**
-   * The one SQLite runner's statements go through the gate from now on: they run beside each
-   * other, never inside another request's transaction. The holder's own pass at once.
+   * Migrations applied by one instance at a time, beside live traffic, each reported once
+   * committed (locked-migrations.ts).
    */
-  private gateSqliteConnection(): void {
-    const gate = new ConnectionGate(this.contention.timeoutMs);
-    const shared = this.driver.createQueryRunner('master');
-    const run = this.observed(shared.query.bind(shared));
-    const gatedQuery = (holds: () => boolean) =>
-      ((sql: string, parameters?: unknown[], structured?: boolean) =>
-        holds()
-          ? run(sql, parameters, structured as true)
-          : gate.statement(() =>
-              run(sql, parameters, structured as true),
-            )) as QueryRunner['query'];
-    // on SQLite a transaction's joiners get its session, the gate's holder
-    shared.query = gatedQuery(
-      () => gate.busy && transactionRunnerOf(this) === gate.holder,
-    );
-    this.sqlite = {
-      gate,
-      shared,
-      gatedQuery,
-      preparedQuery: this.observed(preparedStatements(this)),
-    };
-  }
-
-  /**
-   * A runner of its own over SQLite's one connection: its own transaction state, and a
-   * transaction that holds the gate from BEGIN to COMMIT or ROLLBACK.
-   */
-  private sqliteSession({
-    gate,
-    shared,
-    gatedQuery,
-  }: SqliteConnection): QueryRunner {
-    const session = Object.create(shared) as QueryRunner;
-    const connection = (
-      this.driver as unknown as {
-        databaseConnection: { inTransaction: boolean };
-      }
-    ).databaseConnection;
-    // SQLite rolls a transaction back by itself after SQLITE_FULL, SQLITE_IOERR or
-    // SQLITE_NOMEM: its COMMIT fails, and so does the ROLLBACK after it, and TypeORM goes on
-    // believing in the transaction. A session that did so held the gate for ever, and every
-    // request after it waited without end (a full disk, issue 60): the connection says
-    // whether a transaction is still open, and a session without one lets the gate go.
-    const endOf =
-      (end: 'commitTransaction' | 'rollbackTransaction') =>
-      async (): Promise<void> => {
-        try {
-          await shared[end].call(session);
-        } catch (error) {
-          if (!session.isTransactionActive || connection.inTransaction) {
-            throw error;
-          }
-          Object.assign(session, {
-            isTransactionActive: false,
-            transactionDepth: 0,
-          });
-          // nothing is left to roll back: the rollback is done
-          if (end === 'commitTransaction') throw error;
-        } finally {
-          if (!session.isTransactionActive) gate.release(session);
-        }
-      };
-    const query = gatedQuery(() => gate.holder === session);
-    Object.assign(session, {
-      isTransactionActive: false,
-      transactionDepth: 0,
-      query: ((sql: string, ...rest: unknown[]) =>
-        (query as (...args: unknown[]) => Promise<unknown>)(
-          sql === 'BEGIN TRANSACTION' ? BEGIN_IMMEDIATE : sql,
-          ...rest,
-        )) as QueryRunner['query'],
-      startTransaction: async (isolation?: IsolationLevel) => {
-        if (!session.isTransactionActive) await gate.acquire(session);
-        try {
-          await shared.startTransaction.call(session, isolation);
-        } finally {
-          if (!session.isTransactionActive) gate.release(session);
-        }
-      },
-      commitTransaction: endOf('commitTransaction'),
-      rollbackTransaction: endOf('rollbackTransaction'),
-      // the connection stays open for everyone; a joiner's release gives nothing back
-      release: () => Promise.resolve(),
-    });
-    Object.assign(session, { manager: this.createEntityManager(session) });
-    return session;
-  }
-
-  /**
-   * Migrations are applied by one instance at a time, beside live traffic (docs/operations.md,
-   * "Upgrades"):
-   *
-   * - On PostgreSQL, under an advisory lock: instances started together on an empty or
-   *   outdated database take turns, the first applies each migration and the others find
-   *   nothing left to do. TypeORM has no such lock (typeorm#4588). The lock is taken with
-   *   pg_try_advisory_lock in a loop, so that every statement stays within the statement
-   *   timeout; it belongs to the session that also runs the migrations, and PostgreSQL
-   *   releases it if this process dies. Each migration commits on its own. Each statement
-   *   waits at most MIGRATION_LOCK_TIMEOUT_MS for a lock that live traffic holds: past it the
-   *   migration is rolled back and the pending ones tried again, so that live writes wait
-   *   briefly instead of deadlocking.
-   * - On SQLite, in one transaction that holds the write lock from its start, which another
-   *   process waits for: its migrations and a look at which ran are one step.
-   *
-   * Each migration applied is reported once committed (`migrationReporter`).
-   */
-  override async runMigrations(
+  override runMigrations(
     options?: Parameters<DataSource['runMigrations']>[0],
   ): Promise<Migration[]> {
-    this.timeMigrations();
-    this.migrationDurations.clear();
-    const runner = this.createQueryRunner();
-    let applied: Migration[];
-    try {
-      applied =
-        this.options.type === 'postgres'
-          ? await this.migratePostgres(runner, options)
-          : await this.migrateSqlite(runner, options);
-    } finally {
-      await runner.release();
-    }
-    for (const { name } of applied) {
-      this.options.migrationReporter?.applied(
-        name,
-        this.migrationDurations.get(name) ?? 0,
-      );
-    }
-    return applied;
-  }
-
-  private readonly migrationDurations = new Map<string, number>();
-  private migrationsTimed = false;
-
-  /** Each migration's `up` notes how long it took in migrationDurations. */
-  private timeMigrations(): void {
-    if (this.migrationsTimed) return;
-    this.migrationsTimed = true;
-    for (const migration of this.migrations) {
-      const up = migration.up.bind(migration);
-      const name = migration.name ?? migration.constructor.name;
-      migration.up = async (queryRunner) => {
-        const started = performance.now();
-        await up(queryRunner);
-        this.migrationDurations.set(
-          name,
-          Math.round(performance.now() - started),
-        );
-      };
-    }
-  }
-
-  /** TypeORM's executor on `runner`, with the settings DataSource.runMigrations gives it. */
-  private migrationExecutor(
-    runner: QueryRunner,
-    options: Parameters<DataSource['runMigrations']>[0],
-    transaction: 'all' | 'each' | 'none',
-  ): MigrationExecutor {
-    const executor = new MigrationExecutor(this, runner);
-    Object.assign(executor, { transaction, fake: options?.fake ?? false });
-    return executor;
-  }
-
-  private async migrateSqlite(
-    runner: QueryRunner,
-    options: Parameters<DataSource['runMigrations']>[0],
-  ): Promise<Migration[]> {
-    // foreign keys are turned off outside a transaction, where the pragma takes effect
-    await runner.beforeMigration();
-    try {
-      // TypeORM's startTransaction says BEGIN (deferred) only: the runner is told by hand
-      // that it is in the transaction, so that the executor starts none and commit ends it
-      await runner.query(BEGIN_IMMEDIATE);
-      Object.assign(runner, { isTransactionActive: true, transactionDepth: 1 });
-      try {
-        const applied = await this.migrationExecutor(
-          runner,
-          options,
-          'all',
-        ).executePendingMigrations();
-        await runner.commitTransaction();
-        return applied;
-      } catch (error) {
-        if (runner.isTransactionActive) {
-          await runner.rollbackTransaction().catch(() => undefined);
-        }
-        throw error;
-      }
-    } finally {
-      await runner.afterMigration();
-    }
-  }
-
-  private async migratePostgres(
-    runner: QueryRunner,
-    options: Parameters<DataSource['runMigrations']>[0],
-  ): Promise<Migration[]> {
-    const deadline = Date.now() + MIGRATION_LOCK_WAIT_MS;
-    await this.acquireMigrationLock(runner, deadline);
-    try {
-      await runner.query(`SET lock_timeout = ${MIGRATION_LOCK_TIMEOUT_MS}`);
-      // each in its own transaction, so that one that builds an index CONCURRENTLY may run
-      // outside any (its `transaction = false`), and a retry resumes where the last gave way
-      const executor = () =>
-        this.migrationExecutor(
-          runner,
-          options,
-          options?.transaction ??
-            this.options.migrationsTransactionMode ??
-            'each',
-        );
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          const applied = await executor().executePendingMigrations();
-          if (attempt === 1) return applied;
-          // an attempt that gave way had committed those before it: applied too, as the
-          // migrations whose `up` ran in this call and are recorded now
-          return (await executor().getExecutedMigrations())
-            .filter(({ name }) => this.migrationDurations.has(name))
-            .sort((first, second) => first.timestamp - second.timestamp);
-        } catch (error) {
-          if (!gaveWayToLiveTraffic(error) || Date.now() > deadline)
-            throw error;
-          const delayMs = Math.round(
-            MIGRATION_LOCK_TIMEOUT_MS * (1 + Math.random()),
-          );
-          this.options.migrationReporter?.retrying(
-            attempt,
-            (error as Error).message,
-            delayMs,
-          );
-          await new Promise((resolve) => setTimeout(resolve, delayMs));
-        }
-      }
-    } finally {
-      await runner.query('RESET lock_timeout');
-      await runner.query('SELECT pg_advisory_unlock($1)', [
-        String(MIGRATION_LOCK_KEY),
-      ]);
-    }
-  }
-
-  private async acquireMigrationLock(
-    runner: QueryRunner,
-    deadline: number,
-  ): Promise<void> {
-    for (;;) {
-      const [{ locked }] = (await runner.query(
-        'SELECT pg_try_advisory_lock($1) AS locked',
-        [String(MIGRATION_LOCK_KEY)],
-      )) as { locked: boolean }[];
-      if (locked) return;
-      if (Date.now() > deadline) {
-        throw new Error(
-          `another instance has held the migration lock for more than ${MIGRATION_LOCK_WAIT_MS / 1000} s; is a migration stuck?`,
-        );
-      }
-      await new Promise((resolve) =>
-        setTimeout(resolve, MIGRATION_LOCK_POLL_MS),
-      );
-    }
+    return this.lockedMigrations.run(this.createQueryRunner(), options);
   }
 
   protected override async buildMetadatas(): Promise<void> {
@@ -933,80 +354,6 @@ export class PortableDataSource extends DataSource {
       }
     }
   }
-}
-
-/** Runs a statement (`run`), doing something around it: timing it, giving it a span. */
-export type StatementWrapper = (
-  sql: string,
-  run: () => Promise<unknown>,
-) => Promise<unknown>;
-
-/** The database system, as OpenTelemetry names it (`db.system.name`). */
-export function databaseSystemOf(dataSource: DataSource): string {
-  return dataSource.options.type === 'postgres' ? 'postgresql' : 'sqlite';
-}
-
-/**
- * A span for each statement, named by its operation (`SELECT`), its text without values: under
- * the span of the work it serves (a request, a webhook attempt), or on its own when
- * TRACES_BACKGROUND asks.
- */
-function statementSpans(dataSource: DataSource): StatementWrapper {
-  const system = databaseSystemOf(dataSource);
-  return (sql, run) => {
-    // an idle instance's polls would be a root span or two a second, every second
-    if (!tracing.background && tracing.activeIds?.() === undefined)
-      return run();
-    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? system;
-    return traced(
-      operation,
-      {
-        'db.system.name': system,
-        'db.operation.name': operation,
-        'db.query.text': sql,
-      },
-      run,
-      tracing.clientKind,
-    );
-  };
-}
-
-/**
- * Runs statements on SQLite's connection as TypeORM's better-sqlite3 runner does (booleans as
- * 0 and 1, rows or the count of changed rows, failures as QueryFailedError), on statements
- * prepared once per text, without its events and awaits. For use while no transaction holds
- * the connection (ConnectionGate): the statement is over before anything else can run.
- */
-function preparedStatements(dataSource: DataSource): QueryRunner['query'] {
-  const connection = (
-    dataSource.driver as unknown as { databaseConnection: Database }
-  ).databaseConnection;
-  const statements = new LRUCache<string, Statement>({
-    max: PREPARED_STATEMENTS,
-  });
-  return ((sql: string, parameters: unknown[] = []) => {
-    const values = parameters.map((value) =>
-      typeof value === 'boolean' ? Number(value) : value,
-    );
-    try {
-      let statement = statements.get(sql);
-      if (statement === undefined) {
-        statement = connection.prepare(sql);
-        statements.set(sql, statement);
-      }
-      const result = new QueryResult();
-      if (statement.reader) {
-        result.records = result.raw = statement.all(...values);
-      } else {
-        const { changes, lastInsertRowid } = statement.run(...values);
-        result.affected = changes;
-        result.raw = lastInsertRowid;
-      }
-      return Promise.resolve(result);
-    } catch (error) {
-      return Promise.reject(new QueryFailedError(sql, values, error as Error));
-    }
-  }) as QueryRunner['query'];
 }
 
 /** `promise`, or a rejection once `ms` pass first. */

@@ -9,7 +9,7 @@ import type {
 import {
   transactionIsolationOf,
   transactionRunnerOf,
-} from './portable-data-source';
+} from './transaction-context';
 
 /**
  * `@Transactional()` for a rule that locks the rows it changes with findForUpdate: READ

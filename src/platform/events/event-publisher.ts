@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { EntitySql } from '../database/entity-sql';
-import { transactionRunnerOf } from '../database/portable-data-source';
+import { transactionRunnerOf } from '../database/transaction-context';
 import { EventCatalogue } from './event-catalogue';
 import type { EventDefinition } from './event-definition';
 import { isConsumed } from './event-triggers';

@@ -17,10 +17,8 @@ import {
 } from '../common/filters/all-exceptions.filter';
 import { stringifyLosslessJson } from '../common/json/lossless-json';
 import { RecordedAnswer } from '../http/recorded-answer';
-import type {
-  IsolationLevel,
-  PortableDataSource,
-} from '../database/portable-data-source';
+import type { PortableDataSource } from '../database/portable-data-source';
+import type { IsolationLevel } from '../database/transaction-context';
 import {
   fingerprintOf,
   IDEMPOTENCY_KEY_HEADER,
