@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // @ts-check
 // Writes .env.example and the table of the modules' settings in docs/configuration.md from
-// the settings the build declares: the service's own (src/platform/config/environment.ts) and each
+// the settings the build declares: the service's own (src/platform/config/environment-schema.ts) and each
 // module's (its *.settings.ts). `npm run config:generate` builds first; with `--check` it
 // writes nothing and says which file is out of date (test/settings.e2e-spec.ts runs it).
 'use strict';
@@ -15,7 +15,7 @@ const END = '<!-- end of module settings -->';
 // every module, and so every module's settings, as the service loads them
 require(join(ROOT, 'dist', 'app.module'));
 const { renderEnvExample, renderModuleSettingsTable } = require(
-  join(ROOT, 'dist', 'platform', 'config', 'environment'),
+  join(ROOT, 'dist', 'platform', 'config', 'settings-docs'),
 );
 
 const docsFile = join(ROOT, 'docs', 'configuration.md');

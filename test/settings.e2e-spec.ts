@@ -4,10 +4,10 @@ import { parseEnv } from 'node:util';
 // every module, and so every module's settings, as the service loads them
 import '../src/app.module';
 import {
-  ENVIRONMENT_SCHEMA,
   moduleSettingNames,
   parseEnvironment,
 } from '../src/platform/config/environment';
+import { ENVIRONMENT_SCHEMA } from '../src/platform/config/environment-schema';
 import { ROOT, runNodeScript } from './helpers/service-process';
 
 // Settings, the service's and the modules' (docs/conventions.md, "Settings"): what is

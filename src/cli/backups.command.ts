@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { move, MOVE_WAIT_MS } from '../platform/backups/move';
-import { parseDuration } from '../platform/config/environment';
+import { parseDuration } from '../platform/config/setting-kinds';
 import {
   backup,
   verifyAgainst,

@@ -6,7 +6,10 @@ import {
   MAX_TOKEN_LIFETIME_MS,
   TokensService,
 } from '../platform/auth/tokens.service';
-import { DURATION_FORMAT, parseDuration } from '../platform/config/environment';
+import {
+  DURATION_FORMAT,
+  parseDuration,
+} from '../platform/config/setting-kinds';
 import {
   formatTable,
   formatTime,

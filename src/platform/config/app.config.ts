@@ -1,5 +1,7 @@
 import { registerAs } from '@nestjs/config';
-import { LOG_LEVELS, parseEnvironment, type TrustProxy } from './environment';
+import { parseEnvironment } from './environment';
+import { LOG_LEVELS } from './environment-schema';
+import { type TrustProxy } from './setting-kinds';
 
 export { LOG_LEVELS, type TrustProxy };
 

@@ -1,10 +1,7 @@
 import { resolve } from 'node:path';
 import { registerAs } from '@nestjs/config';
-import {
-  ConfigError,
-  DEFAULT_DATABASE_URL,
-  parseEnvironment,
-} from './environment';
+import { ConfigError, parseEnvironment } from './environment';
+import { DEFAULT_DATABASE_URL } from './environment-schema';
 import { withoutPassword } from './url-without-password';
 
 export { DEFAULT_DATABASE_URL };

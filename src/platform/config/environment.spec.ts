@@ -6,14 +6,14 @@ import { join } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
   ConfigError,
-  ENVIRONMENT_SCHEMA,
   loadEnvironment,
   metaOf,
-  parseDuration,
   parseEnvironment,
-  renderEnvExample,
   unknownSettingWarnings,
 } from './environment';
+import { ENVIRONMENT_SCHEMA } from './environment-schema';
+import { parseDuration } from './setting-kinds';
+import { renderEnvExample } from './settings-docs';
 import { readWebhooksConfig } from './webhooks.config';
 
 describe('readAppConfig', () => {

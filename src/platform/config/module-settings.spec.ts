@@ -4,9 +4,9 @@ import { Test } from '@nestjs/testing';
 import {
   ConfigError,
   parseEnvironment,
-  renderEnvExample,
   unknownSettingWarnings,
 } from './environment';
+import { renderEnvExample } from './settings-docs';
 import { defineSettings, setting } from './module-settings';
 
 // a module's settings, declared as a module's *.settings.ts declares them

@@ -1,12 +1,7 @@
 import { registerAs } from '@nestjs/config';
 import type { z } from 'zod';
-import {
-  declareModuleSettings,
-  parseEnvironment,
-  SETTING_KINDS,
-  variable,
-  type Kind,
-} from './environment';
+import { declareModuleSettings, parseEnvironment } from './environment';
+import { SETTING_KINDS, variable, type Kind } from './setting-kinds';
 
 /** What a module says of one of its settings. */
 export interface SettingOptions {

@@ -10,7 +10,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { In, IsNull, LessThan, MoreThan, Not, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
-import { DURATION_FORMAT, parseDuration } from '../config/environment';
+import { DURATION_FORMAT, parseDuration } from '../config/setting-kinds';
 import { isDeclaredName } from '../common/modules/declared-name';
 import {
   DatabaseClock,

@@ -4,7 +4,7 @@ import {
   isDeclaredName,
   MAX_DECLARED_NAME,
 } from '../common/modules/declared-name';
-import { DURATION_FORMAT, parseDuration } from '../config/environment';
+import { DURATION_FORMAT, parseDuration } from '../config/setting-kinds';
 import type { JobSchedule } from './job.decorator';
 
 /** How long a tick is held without a renewal, unless a job says. */

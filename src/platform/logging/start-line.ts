@@ -1,4 +1,4 @@
-import type { TrustProxy } from '../config/environment';
+import type { TrustProxy } from '../config/setting-kinds';
 
 /** A URL as the log may show it: its password hidden, as the database's is. */
 export { withoutPassword as hidePassword } from '../config/url-without-password';

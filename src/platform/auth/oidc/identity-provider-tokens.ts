@@ -11,7 +11,7 @@ import {
   type JWTPayload,
   type RemoteJWKSet,
 } from 'jose';
-import { isIdentityProviderUrl } from '../../config/environment';
+import { isIdentityProviderUrl } from '../../config/setting-kinds';
 import { DependencyState } from '../../logging/dependency-state';
 import { rejectedAccessTokenMessage } from '../auth-messages';
 import { TokenRejection, type Bearer } from '../bearer';

@@ -1,0 +1,324 @@
+import { z } from 'zod';
+import {
+  boolean,
+  byteSize,
+  choice,
+  duration,
+  httpUrl,
+  identityProviderUrl,
+  integer,
+  jwtAlgorithms,
+  type Kind,
+  origins,
+  redisUrl,
+  text,
+  trustProxy,
+  variable,
+  wholeSeconds,
+} from './setting-kinds';
+
+export const LOG_LEVELS = [
+  'fatal',
+  'error',
+  'warn',
+  'info',
+  'debug',
+  'trace',
+  'silent',
+] as const;
+
+/** The default database: a file under the working directory (the CLI names it as an absolute path). */
+export const DEFAULT_DATABASE_URL = 'sqlite:data/plant-store.sqlite';
+
+const databaseUrl: Kind<string> = {
+  schema: z.string().regex(/^(sqlite:.+|postgres(ql)?:\/\/.*)$/),
+  must: 'sqlite:<path>, sqlite::memory: or postgres://user:password@host:port/database',
+  secret: true,
+};
+
+const MiB = 1024 ** 2;
+
+/**
+ * Every variable the service and its CLI read, once: its form, its default and its meaning.
+ * `.env.example` is written from this (a test keeps it so), and docs/configuration.md follows it.
+ */
+export const ENVIRONMENT_SCHEMA = z.object({
+  PORT: variable(integer(0, 65535), '3000', 'TCP port to listen on'),
+  HOST: variable(
+    text,
+    '0.0.0.0',
+    'Address to listen on (0.0.0.0 for every interface)',
+  ),
+  PUBLIC_BASE_URL: variable(
+    httpUrl,
+    undefined,
+    "URL clients reach the service at, named in the OpenAPI document and Link headers; unset, each request's own address",
+  ),
+  TRUST_PROXY: variable(
+    trustProxy,
+    'false',
+    'Proxies whose X-Forwarded-* headers are believed: false, true, a hop count, or addresses and CIDRs',
+  ),
+  METRICS_PORT: variable(
+    integer(0, 65535),
+    undefined,
+    'Port of the Prometheus metrics (GET /metrics), apart from the API; unset, none are served',
+  ),
+  TRACES_BACKGROUND: variable(
+    boolean,
+    'false',
+    "With traces on: give the work no request asked for (the webhook dispatcher's polls, retention's batches) spans of its own; off, only requests and webhook attempts start traces",
+  ),
+  TRACES_FOLLOW_CALLERS: variable(
+    boolean,
+    'false',
+    "With traces on: let a request's traceparent decide whether it is traced; off, OTEL_TRACES_SAMPLER decides every request, continuing the caller's trace when it picks it",
+  ),
+  LOG_LEVEL: variable(
+    choice(LOG_LEVELS),
+    'info',
+    'Least severe log level written',
+  ),
+  BODY_LIMIT: variable(
+    byteSize(64 * MiB),
+    '16kb',
+    'Largest request body accepted',
+  ),
+  PAGE_MAX_BYTES: variable(
+    byteSize(64 * MiB),
+    '1mb',
+    'A list page stops filling before its JSON passes this, and links to the rest',
+  ),
+  CORS_ORIGINS: variable(
+    origins,
+    undefined,
+    'Origins allowed to call the API from a browser, comma-separated; empty turns CORS off',
+  ),
+  REQUEST_TIMEOUT: variable(
+    duration(),
+    '30s',
+    'The whole request, headers and body, must arrive within this',
+  ),
+  HEADERS_TIMEOUT: variable(
+    duration(),
+    '10s',
+    "A request's headers must arrive within this",
+  ),
+  KEEP_ALIVE_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'An idle kept-alive connection is closed after this',
+  ),
+  MAX_CONNECTIONS_PER_ADDRESS: variable(
+    integer(0, 1_000_000),
+    '256',
+    'Connections one client address may hold open at once; 0 for no cap',
+  ),
+  SHUTDOWN_GRACE_PERIOD: variable(
+    duration(),
+    '10s',
+    'On SIGTERM, in-flight requests get this long to finish before they are cut',
+  ),
+  SHUTDOWN_DELAY: variable(
+    duration({ zero: true }),
+    '0s',
+    'On SIGTERM, keep serving this long (readiness already 503) before closing the listener',
+  ),
+  REDIS_URL: variable(
+    redisUrl,
+    undefined,
+    'Redis for rate-limit counters shared by instances; unset, each instance counts in memory',
+  ),
+  REDIS_KEY_PREFIX: variable(
+    text,
+    'plant-store:',
+    'Before every Redis key, so services sharing one Redis never meet',
+  ),
+  REDIS_TIMEOUT: variable(
+    duration(),
+    '500ms',
+    'A Redis command slower than this fails, and the limits are not applied',
+  ),
+  RATE_LIMIT_WINDOW: variable(
+    wholeSeconds(),
+    '1m',
+    'The window the rate limits count over',
+  ),
+  RATE_LIMIT_PER_TOKEN: variable(
+    integer(1, 1e9),
+    '6000',
+    'Requests per window for each bearer token',
+  ),
+  RATE_LIMIT_PER_ADDRESS: variable(
+    integer(1, 1e9),
+    '600',
+    'Requests per window for each client address without a proven token',
+  ),
+  RATE_LIMIT_BAD_TOKENS: variable(
+    integer(1, 1e9),
+    '20',
+    'Rejected tokens per window from one address before it is blocked',
+  ),
+  RATE_LIMIT_BAD_TOKEN_BLOCK: variable(
+    wholeSeconds(),
+    '15m',
+    'How long an address that tried too many bad tokens is blocked',
+  ),
+  DATABASE_URL: variable(
+    databaseUrl,
+    DEFAULT_DATABASE_URL,
+    'sqlite:<path> (relative to the working directory), sqlite::memory: or postgres://user:password@host:port/database',
+  ),
+  DB_SYNCHRONOUS: variable(
+    choice(['normal', 'full']),
+    'normal',
+    'SQLite: normal survives a crash of the process, full also a power loss',
+  ),
+  DB_POOL_SIZE: variable(
+    integer(1, 1000),
+    '10',
+    'PostgreSQL: connections in the pool',
+  ),
+  DB_STATEMENT_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'PostgreSQL: the server cancels a statement that runs longer',
+  ),
+  DB_CONNECT_TIMEOUT: variable(
+    duration(),
+    '5s',
+    'PostgreSQL: opening a connection that takes longer fails (the server is unreachable)',
+  ),
+  DB_BUSY_TIMEOUT: variable(
+    duration(),
+    '10s',
+    'PostgreSQL: how long work waits its turn (a free pooled connection; a transaction retried after conflicts) before 503 busy, nothing changed',
+  ),
+  DB_QUEUE_LIMIT: variable(
+    integer(1, 1_000_000),
+    '1000',
+    'PostgreSQL: work waiting for a pooled connection at most; more gets 503 busy at once',
+  ),
+  DB_PREPARED_STATEMENTS: variable(
+    boolean,
+    'true',
+    'PostgreSQL: run statements with parameters as named (prepared) ones, parsed once per connection; false behind a pooler in transaction mode that does not keep them (PgBouncer before 1.21)',
+  ),
+  WEBHOOKS_ALLOW_PRIVATE_NETWORKS: variable(
+    boolean,
+    'false',
+    'Deliver webhooks to loopback, private, link-local and metadata addresses too (tests, labs)',
+  ),
+  WEBHOOKS_TIMEOUT: variable(
+    duration(),
+    '10s',
+    'A webhook receiver must answer within this',
+  ),
+  WEBHOOKS_SLOW: variable(
+    duration(),
+    undefined,
+    'A receiver answering slower than this gets fewer attempts at once, in proportion; unset, half of WEBHOOKS_TIMEOUT',
+  ),
+  WEBHOOKS_RETRY_BASE: variable(
+    duration(),
+    '5s',
+    'The first retry of a failed delivery waits about this long, doubling after',
+  ),
+  WEBHOOKS_RETRY_MAX_DELAY: variable(
+    duration(),
+    '1h',
+    'The longest wait between two attempts',
+  ),
+  WEBHOOKS_RETRY_WINDOW: variable(
+    duration(),
+    '24h',
+    'A delivery still failing this long after its event is marked failed',
+  ),
+  WEBHOOKS_POLL_INTERVAL: variable(
+    duration(),
+    '500ms',
+    'How often an idle dispatcher looks for due deliveries',
+  ),
+  WEBHOOKS_MAX_IN_FLIGHT: variable(
+    integer(1, 10_000),
+    '64',
+    'Delivery attempts one instance runs at once',
+  ),
+  WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: variable(
+    integer(1, 10_000),
+    undefined,
+    'Of those, for one subscription; unset, half of WEBHOOKS_MAX_IN_FLIGHT',
+  ),
+  WEBHOOKS_LAG_WARN: variable(
+    duration(),
+    '1m',
+    'A subscription whose oldest undelivered event is older than this is logged as lagging (a warn line), and again once it has caught up',
+  ),
+  WEBHOOKS_FAILURES_BEFORE_PAUSE: variable(
+    integer(1, 1000),
+    '5',
+    'A subscription whose receiver fails this many attempts in a row is paused',
+  ),
+  WEBHOOKS_PAUSE: variable(
+    duration(),
+    '1m',
+    'Its first pause; each failed probe after one doubles it, up to WEBHOOKS_RETRY_MAX_DELAY',
+  ),
+  EVENTS_RETENTION: variable(
+    duration(),
+    '7d',
+    'Events and their delivered or cancelled deliveries are deleted once this old',
+  ),
+  EVENTS_FAILED_RETENTION: variable(
+    duration(),
+    '30d',
+    'Failed deliveries, and their events, are kept this long',
+  ),
+  RETENTION_INTERVAL: variable(
+    duration(),
+    '10m',
+    'How often old events and deliveries are looked for',
+  ),
+  OIDC_ISSUER: variable(
+    identityProviderUrl,
+    undefined,
+    "Accept your identity provider's access tokens (JWTs) beside the service's own: its issuer URL, exactly as the tokens' iss; unset, only the service's tokens",
+  ),
+  OIDC_AUDIENCE: variable(
+    text,
+    undefined,
+    "With OIDC_ISSUER, required: the audience an access token must name in its aud, this service's identifier at the identity provider",
+  ),
+  OIDC_JWKS_URL: variable(
+    identityProviderUrl,
+    undefined,
+    "Where the issuer's signing keys are; unset, the jwks_uri of <OIDC_ISSUER>/.well-known/openid-configuration",
+  ),
+  OIDC_ALGORITHMS: variable(
+    jwtAlgorithms,
+    'RS256,ES256,PS256,EdDSA',
+    'The signature algorithms an access token may use; public-key ones only',
+  ),
+  OIDC_CLOCK_TOLERANCE: variable(
+    duration({ zero: true }),
+    '30s',
+    "How far an access token's exp, nbf and iat may be off this machine's clock",
+  ),
+  OIDC_SCOPE_CLAIM: variable(
+    text,
+    undefined,
+    'The claim that holds the scopes, a space-separated string or an array; unset, scope, else scp',
+  ),
+  OIDC_JWKS_COOLDOWN: variable(
+    duration(),
+    '5s',
+    "The least time between two fetches of the issuer's keys: tokens with unknown key ids fetch them at most this often, waiting up to 5 s for the next fetch",
+  ),
+  OIDC_JWKS_MAX_AGE: variable(
+    duration(),
+    '10m',
+    "The issuer's keys are fetched again once this old, so that a key it dropped stops working",
+  ),
+});
+
+export type Environment = z.output<typeof ENVIRONMENT_SCHEMA>;
