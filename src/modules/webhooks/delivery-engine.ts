@@ -1,141 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
+import { DeliveryAttempts } from './delivery-attempts';
 import {
-  parseLosslessJson,
-  stringifyLosslessJson,
-} from '../../platform/common/json/lossless-json';
-import type { WebhooksConfig } from '../../platform/config/webhooks.config';
-import {
-  PENDING_CAP_FACTOR,
   type ClaimedDelivery,
-  type DeliveryStore,
   type EventToSend,
   type Lane,
   type PendingDelivery,
-  type Settlement,
 } from './delivery-store';
-import {
-  conditionOf,
-  pausedState,
-  probingState,
-  resumedState,
-} from './receiver-state';
 import { fairShare, spareSlots } from './delivery-slots';
-import { nextAttemptAt } from './retry-schedule';
-import type { AttemptOutcome, WebhookMessage } from './webhook-sender';
+import type { EngineDependencies } from './engine-dependencies';
+import { LanePace } from './lane-pace';
+import { claimUntil, dueOf, probeOf, type Planned } from './lane-work';
+import { ReceiverOutcomes } from './receiver-outcomes';
+import { conditionOf } from './receiver-state';
 
 /** Events given their place in the log per poll. */
 export const SEQUENCE_BATCH = 1000;
-
-/** Places of the log one subscription looks at per poll, whatever their types. */
-export const SCAN_PER_LANE = 1000;
-
-/**
- * How long past its timeout a claimed attempt may still be recording its outcome. A claim left
- * by an instance that died is free again after timeout + margin.
- */
-export const CLAIM_MARGIN_MS = 2_000;
-
-/**
- * Attempts claimed ahead of a lane's slots, at most, as a multiple of the attempts it may have
- * in flight. A lane claims as many ahead as it is expected to start within half its claim's
- * margin (aheadDepth): each then starts as one of its attempts is answered, not at the next
- * poll, with most of its margin left.
- */
-export const CLAIM_AHEAD_FACTOR = 12;
-
-/** The first wait before recording an attempt's outcome again, doubling up to the next. */
-const RECORD_RETRY_MS = 100;
-
-/** The longest wait between two tries at recording an attempt's outcome. */
-export const RECORD_RETRY_MAX_MS = 1000;
-
-/** How far one answer moves a receiver's recent answer time (an exponential average). */
-const ANSWER_TIME_WEIGHT = 0.3;
-
-/** Receivers whose answer times an instance keeps: more than the subscriptions it may have. */
-const ANSWER_TIMES_KEPT = 1000;
-
-/** A probe looks for its delivery among every pending one, due or not. */
-const ANY_TIME = new Date(8_640_000_000_000_000);
-
-export type EngineConfig = Pick<
-  WebhooksConfig,
-  | 'timeoutMs'
-  | 'slowMs'
-  | 'retryBaseMs'
-  | 'retryMaxDelayMs'
-  | 'retryWindowMs'
-  | 'maxInFlight'
-  | 'maxInFlightPerSubscription'
-  | 'failuresBeforePause'
-  | 'pauseMs'
->;
-
-/** A change of a receiver's state, told once, by the instance whose attempt made it. */
-export type ReceiverChange =
-  | { to: 'failing'; subscriptionId: string; error: string }
-  | { to: 'healthy'; subscriptionId: string }
-  | {
-      to: 'paused';
-      subscriptionId: string;
-      from: Date;
-      until: Date;
-      failedProbes: number;
-      error: string;
-    }
-  | { to: 'probing'; subscriptionId: string; deliveryId: string }
-  | { to: 'resumed'; subscriptionId: string };
-
-/** What the dispatcher tells its surroundings: the log lines and the metrics. */
-export interface DispatchObserver {
-  receiverChanged(change: ReceiverChange): void;
-  attempted(
-    delivery: ClaimedDelivery,
-    outcome: AttemptOutcome,
-    retryAt: Date | undefined,
-  ): void;
-  settled(outcome: 'delivered' | 'failed'): void;
-  /** An attempt that could not be carried through (the database failed it); not on shutdown. */
-  attemptFailed(delivery: ClaimedDelivery, error: unknown): void;
-}
-
-/** Which attempt a request is, for its trace. */
-export interface AttemptContext {
-  subscriptionId: string;
-  /** 1 for the first. */
-  number: number;
-}
-
-export interface EngineDependencies {
-  store: DeliveryStore;
-  send: (
-    message: WebhookMessage,
-    signal: AbortSignal,
-    attempt: AttemptContext,
-  ) => Promise<AttemptOutcome>;
-  /** Milliseconds since the epoch: Date.now, or the simulation's clock. */
-  now: () => number;
-  config: EngineConfig;
-  observer: DispatchObserver;
-  /** A claim's token, unique to the attempt. */
-  token?: () => string;
-  random?: () => number;
-  /** Aborted on shutdown: attempts under way stop, and no new one starts. */
-  signal: AbortSignal;
-  /** Waits `ms`: a timer (the default), or the simulation's clock. */
-  sleep?: (ms: number) => Promise<void>;
-}
-
-/** An attempt to start: the claimed delivery, and the receiver's epoch it runs in. */
-interface Planned {
-  delivery: PendingDelivery;
-  lane: Lane;
-  epoch: number;
-  probe: boolean;
-  /** A probe's end: claimed past it, it could overlap the next instance's probe. */
-  probeUntil?: Date;
-}
 
 /** An attempt claimed, with its event, waiting for a slot of its lane. */
 interface Ready {
@@ -166,21 +45,29 @@ export class DeliveryEngine {
   /** Attempts holding a slot: sent and not yet answered with success (or failed and not yet recorded). */
   private slotsTaken = 0;
   private readonly inFlightByLane = new Map<string, number>();
-  /** Lanes whose failures this instance counted since it last cleared them. */
-  private readonly failing = new Set<string>();
-  /** Each lane's receiver's recent answer time, in ms, as this instance timed it. */
-  private readonly answerTimes = new Map<string, number>();
   /** Attempts claimed ahead, by lane, oldest first (CLAIM_AHEAD_FACTOR). */
   private readonly claimedAhead = new Map<string, Ready[]>();
   /** The attempts a lane may have in flight, as the last poll shared the slots. */
   private readonly allowance = new Map<string, number>();
   private readonly token: () => string;
   private readonly random: () => number;
+  private readonly pace: LanePace;
+  private readonly receivers: ReceiverOutcomes;
+  private readonly attempts: DeliveryAttempts;
 
   constructor(private readonly dependencies: EngineDependencies) {
+    const { store, config, observer } = dependencies;
     this.token =
       dependencies.token ?? (() => randomBytes(12).toString('base64url'));
     this.random = dependencies.random ?? Math.random;
+    this.pace = new LanePace(config);
+    this.receivers = new ReceiverOutcomes(store, config, observer);
+    this.attempts = new DeliveryAttempts(
+      dependencies,
+      this.pace,
+      this.receivers,
+      this.random,
+    );
   }
 
   get attemptsInFlight(): number {
@@ -244,7 +131,7 @@ export class DeliveryEngine {
       if (condition === 'paused' || condition === 'probing') continue;
       if (condition === 'probe-due') {
         if (busy === 0 && free - planned.length > spare) {
-          const probe = await this.probeOf(lane, head, now);
+          const probe = await probeOf(this.dependencies, lane, head, now);
           if (probe) {
             planned.push(probe);
             withWork += 1;
@@ -252,16 +139,18 @@ export class DeliveryEngine {
         }
         continue;
       }
-      const limit = this.laneLimit(lane.id);
+      const limit = this.pace.limit(lane.id);
       // to start now, then to claim ahead
       const room =
         Math.max(0, limit - busy - ahead) +
-        (this.claimsAhead(lane, now) ? this.aheadDepth(lane.id) - ahead : 0);
+        (this.claimsAhead(lane, now)
+          ? this.pace.aheadDepth(lane.id) - ahead
+          : 0);
       if (room <= 0) {
         backlog = true;
         continue;
       }
-      const taken = await this.dueOf(lane, head, now, room);
+      const taken = await dueOf(this.dependencies, lane, head, now, room);
       if (taken.more) backlog = true;
       if (taken.deliveries.length === 0) continue;
       if (busy === 0 && ahead === 0) withWork += 1;
@@ -270,7 +159,7 @@ export class DeliveryEngine {
     const share = fairShare(config.maxInFlight, withWork);
     this.allowance.clear();
     for (const lane of lanes) {
-      this.allowance.set(lane.id, Math.min(share, this.laneLimit(lane.id)));
+      this.allowance.set(lane.id, Math.min(share, this.pace.limit(lane.id)));
     }
     let available = free - planned.length;
     // the first attempts of quick lanes with none in flight, from any free slot
@@ -299,7 +188,9 @@ export class DeliveryEngine {
       const ahead = this.claimsAhead(lane, now)
         ? deliveries.slice(
             grants[index],
-            grants[index] + this.aheadDepth(lane.id) - this.aheadOf(lane.id),
+            grants[index] +
+              this.pace.aheadDepth(lane.id) -
+              this.aheadOf(lane.id),
           )
         : [];
       claimAhead.push(...ahead.map(plan));
@@ -314,24 +205,8 @@ export class DeliveryEngine {
     return (
       conditionOf(lane.receiver, now) === 'healthy' &&
       this.isQuick(lane) &&
-      this.aheadDepth(lane.id) > 0
+      this.pace.aheadDepth(lane.id) > 0
     );
-  }
-
-  /**
-   * How many attempts a lane claims ahead: those its slots start, one answer at a time, within
-   * half a claim's margin, CLAIM_AHEAD_FACTOR times its limit at most; none before its
-   * receiver has answered.
-   */
-  private aheadDepth(laneId: string): number {
-    const answerMs = this.answerTimes.get(laneId);
-    if (answerMs === undefined) return 0;
-    const limit = this.laneLimit(laneId);
-    const rounds = Math.min(
-      CLAIM_AHEAD_FACTOR,
-      Math.floor(CLAIM_MARGIN_MS / 2 / Math.max(1, answerMs)),
-    );
-    return limit * rounds;
   }
 
   /**
@@ -347,6 +222,11 @@ export class DeliveryEngine {
         .filter((laneId) => !claiming.has(laneId))
         .map((laneId) => this.giveBackAhead(laneId)),
     );
+  }
+
+  /** A receiver that has not failed since its last success and answers within WEBHOOKS_SLOW. */
+  private isQuick(lane: Lane): boolean {
+    return this.pace.isQuick(lane, this.receivers.isFailing(lane.id));
   }
 
   private aheadOf(laneId: string): number {
@@ -383,122 +263,6 @@ export class DeliveryEngine {
     await Promise.allSettled(
       queue.map(({ delivery }) => this.dependencies.store.withdraw(delivery)),
     );
-  }
-
-  /** A receiver that has not failed since its last success and answers within WEBHOOKS_SLOW. */
-  private isQuick(lane: Lane): boolean {
-    const answerMs = this.answerTimes.get(lane.id);
-    return (
-      lane.receiver.consecutiveFailures === 0 &&
-      !this.failing.has(lane.id) &&
-      (answerMs === undefined || answerMs <= this.dependencies.config.slowMs)
-    );
-  }
-
-  /**
-   * The most attempts a lane may have in flight here: WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION
-   * while its receiver answers within WEBHOOKS_SLOW, fewer in proportion past it (twice as
-   * slow, half as many; one at least), so that slowness costs a receiver throughput smoothly
-   * and holds fewer slots, never a pause. Answer times are timed from when the request was
-   * written (webhook-sender.ts): the service's own queueing never counts against a receiver.
-   */
-  private laneLimit(laneId: string): number {
-    const { maxInFlightPerSubscription, slowMs } = this.dependencies.config;
-    const answerMs = this.answerTimes.get(laneId);
-    if (answerMs === undefined || answerMs <= slowMs) {
-      return maxInFlightPerSubscription;
-    }
-    return Math.max(
-      1,
-      Math.floor((maxInFlightPerSubscription * slowMs) / answerMs),
-    );
-  }
-
-  /** A lane's receiver answered in `answerMs`: its recent answer time moves towards it. */
-  private noteAnswer(laneId: string, answerMs: number): void {
-    const previous = this.answerTimes.get(laneId);
-    this.answerTimes.delete(laneId);
-    // a map in order of use, the least recently used first out
-    this.answerTimes.set(
-      laneId,
-      previous === undefined
-        ? answerMs
-        : previous + ANSWER_TIME_WEIGHT * (answerMs - previous),
-    );
-    if (this.answerTimes.size > ANSWER_TIMES_KEPT) {
-      this.answerTimes.delete(this.answerTimes.keys().next().value!);
-    }
-  }
-
-  /**
-   * Up to `room` deliveries of a lane that may send: those due, then, when they run out, ones
-   * made from its next events, as many as its cap of pending deliveries allows: the next polls
-   * find them due, and make none.
-   */
-  private async dueOf(
-    lane: Lane,
-    head: bigint,
-    now: Date,
-    room: number,
-  ): Promise<{ deliveries: PendingDelivery[]; more: boolean }> {
-    const { store, config } = this.dependencies;
-    let due = await store.due(lane.id, now, now, room);
-    const cap = PENDING_CAP_FACTOR * config.maxInFlightPerSubscription;
-    let more = due.length === room;
-    if (!more && lane.cursor < head) {
-      const { made, cursor } = await store.materialize(
-        lane,
-        head,
-        SCAN_PER_LANE,
-        cap,
-        now,
-      );
-      if (made > 0) due = await store.due(lane.id, now, now, room);
-      more = cursor < head || due.length === room;
-    }
-    return { deliveries: due, more };
-  }
-
-  /**
-   * A receiver whose pause is over is probed by one attempt: its oldest pending delivery, due
-   * or not, or else one made from its next event. The probe runs in an epoch of its own, which
-   * only its outcome can end; whichever instance moves the receiver into it makes the probe.
-   */
-  private async probeOf(
-    lane: Lane,
-    head: bigint,
-    now: Date,
-  ): Promise<Planned | undefined> {
-    const { store, config } = this.dependencies;
-    let [candidate] = await store.due(lane.id, ANY_TIME, now, 1);
-    if (!candidate && lane.cursor < head) {
-      const { made } = await store.materialize(
-        lane,
-        head,
-        SCAN_PER_LANE,
-        1,
-        now,
-      );
-      if (made > 0) [candidate] = await store.due(lane.id, ANY_TIME, now, 1);
-    }
-    if (!candidate) return undefined;
-    const next = probingState(lane.receiver, claimUntil(now, config));
-    if (!(await store.changeReceiver(lane.id, lane.receiver.epoch, next))) {
-      return undefined;
-    }
-    this.dependencies.observer.receiverChanged({
-      to: 'probing',
-      subscriptionId: lane.id,
-      deliveryId: candidate.id,
-    });
-    // probed now, whatever its schedule said
-    return {
-      delivery: { ...candidate, nextAttemptAt: now },
-      lane,
-      epoch: next.epoch,
-      probe: true,
-      probeUntil: next.probeUntil!,
-    };
   }
 
   private async start(
@@ -559,7 +323,8 @@ export class DeliveryEngine {
       this.track(lane.id, -1);
       onAttemptEnd?.(this.startAhead([lane.id]) > 0);
     };
-    const attempt = this.attempt(delivery, lane, event, epoch, probe, freeSlot)
+    const attempt = this.attempts
+      .run(delivery, lane, event, epoch, probe, freeSlot)
       .catch((error: unknown) => {
         // its claim runs out, and the delivery is attempted again: at least once
         if (!this.dependencies.signal.aborted) {
@@ -578,214 +343,6 @@ export class DeliveryEngine {
     if (count > 0) this.inFlightByLane.set(laneId, count);
     else this.inFlightByLane.delete(laneId);
   }
-
-  /**
-   * One attempt, counted when claimed: a request sent is counted once, whoever settles it; one
-   * that this instance never sent (it stopped past its claim, or is shutting down) is taken
-   * back.
-   */
-  private async attempt(
-    delivery: ClaimedDelivery,
-    lane: Lane,
-    event: EventToSend | undefined,
-    epoch: number,
-    probe: boolean,
-    freeSlot: () => void,
-  ): Promise<void> {
-    const { store, config, signal } = this.dependencies;
-    if (!event) {
-      await store.cancel(delivery);
-      return;
-    }
-    // a whole attempt must fit in the claim, or another instance may take it over meanwhile
-    if (
-      delivery.claimedUntil.getTime() - this.dependencies.now() <
-      config.timeoutMs
-    ) {
-      await store.withdraw(delivery);
-      return;
-    }
-    const started = this.dependencies.now();
-    const outcome = await this.dependencies.send(
-      {
-        url: lane.url,
-        secret: lane.secret,
-        id: delivery.id,
-        type: event.type,
-        body: deliveryBody(event),
-      },
-      signal,
-      { subscriptionId: lane.id, number: delivery.attempts + 1 },
-    );
-    if (outcome.abandoned) {
-      await store.withdraw(delivery);
-      return;
-    }
-    if (signal.aborted) {
-      // sent, and cut short by shutdown before its answer: counted, due again at once
-      await store.settle(delivery, {
-        status: 'pending',
-        nextAttemptAt: new Date(this.dependencies.now()),
-        lastAttemptAt: new Date(started),
-        lastStatusCode: null,
-        lastError: 'the service shut down before the receiver answered',
-      });
-      return;
-    }
-    const ended = new Date(this.dependencies.now());
-    if (outcome.delivered) {
-      this.noteAnswer(lane.id, outcome.answerMs ?? ended.getTime() - started);
-      // the receiver is done with it: its slot is free while the outcome is recorded (a
-      // failure holds its slot until it is counted, so that a failing receiver gets no more)
-      if (!probe) freeSlot();
-    }
-    const retryAt =
-      outcome.delivered || outcome.refused
-        ? undefined
-        : nextAttemptAt(
-            delivery.attempts + 1,
-            delivery.createdAt,
-            ended,
-            config,
-            this.random,
-          );
-    const settlement: Settlement = {
-      status: outcome.delivered ? 'delivered' : retryAt ? 'pending' : 'failed',
-      nextAttemptAt: retryAt ?? ended,
-      lastAttemptAt: new Date(started),
-      lastStatusCode: outcome.statusCode ?? null,
-      lastError: outcome.error ?? null,
-    };
-    const own = await this.withinClaim(delivery, () =>
-      store.settle(delivery, settlement),
-    );
-    this.dependencies.observer.attempted(delivery, outcome, retryAt);
-    // its claim ran out meanwhile: the delivery and its receiver are another instance's now
-    if (!own) return;
-    if (settlement.status !== 'pending') {
-      this.dependencies.observer.settled(
-        settlement.status === 'delivered' ? 'delivered' : 'failed',
-      );
-    }
-    const failure = outcome.delivered ? undefined : (outcome.error ?? 'failed');
-    await this.followReceiver(lane, epoch, probe, failure, ended);
-  }
-
-  /**
-   * Records what a request came to, trying again while the database does not answer and the
-   * claim still holds (its margin, CLAIM_MARGIN_MS, at least, past the request): an answered
-   * request is recorded once the database is back, rather than sent again once the claim runs
-   * out. A settlement that did commit before its answer was lost finds the claim gone the
-   * second time, and says so (false), as when the claim ran out.
-   */
-  private async withinClaim<T>(
-    delivery: ClaimedDelivery,
-    record: () => Promise<T>,
-  ): Promise<T> {
-    const { now, signal } = this.dependencies;
-    const sleep = this.dependencies.sleep ?? delay;
-    for (
-      let waitMs = RECORD_RETRY_MS;
-      ;
-      waitMs = Math.min(2 * waitMs, RECORD_RETRY_MAX_MS)
-    ) {
-      try {
-        return await record();
-      } catch (error) {
-        if (
-          signal.aborted ||
-          now() + waitMs >= delivery.claimedUntil.getTime()
-        ) {
-          throw error;
-        }
-        await sleep(waitMs);
-      }
-    }
-  }
-
-  /**
-   * Moves the receiver on by one attempt's outcome, in the epoch the attempt began in; an
-   * outcome of an older epoch changes nothing (receiver-state.ts).
-   */
-  private async followReceiver(
-    lane: Lane,
-    epoch: number,
-    probe: boolean,
-    failure: string | undefined,
-    now: Date,
-  ): Promise<void> {
-    const { store, config, observer } = this.dependencies;
-    const id = lane.id;
-    const receiver = { ...lane.receiver, epoch };
-    if (probe) {
-      const next =
-        failure === undefined
-          ? resumedState(receiver)
-          : pausedState(receiver, receiver.pauseLevel + 1, now, config);
-      if (!(await store.changeReceiver(id, epoch, next))) return;
-      observer.receiverChanged(
-        failure === undefined
-          ? { to: 'resumed', subscriptionId: id }
-          : {
-              to: 'paused',
-              subscriptionId: id,
-              from: now,
-              until: next.pausedUntil!,
-              failedProbes: next.pauseLevel,
-              error: failure,
-            },
-      );
-      return;
-    }
-    if (failure === undefined) {
-      // a receiver seen without failures, and none counted here since, has none to clear: no
-      // statement per delivery for a healthy receiver
-      if (lane.receiver.consecutiveFailures === 0 && !this.failing.has(id)) {
-        return;
-      }
-      this.failing.delete(id);
-      if (await store.clearFailures(id, epoch)) {
-        observer.receiverChanged({ to: 'healthy', subscriptionId: id });
-      }
-      return;
-    }
-    const failures = await store.countFailure(id, epoch);
-    if (failures === undefined) return;
-    this.failing.add(id);
-    if (failures < config.failuresBeforePause) {
-      if (failures === 1) {
-        observer.receiverChanged({
-          to: 'failing',
-          subscriptionId: id,
-          error: failure,
-        });
-      }
-      return;
-    }
-    const next = pausedState(
-      { ...receiver, consecutiveFailures: failures },
-      0,
-      now,
-      config,
-    );
-    // unless a success came meanwhile and cleared them
-    if (
-      await store.changeReceiver(id, epoch, next, config.failuresBeforePause)
-    ) {
-      observer.receiverChanged({
-        to: 'paused',
-        subscriptionId: id,
-        from: now,
-        until: next.pausedUntil!,
-        failedProbes: 0,
-        error: failure,
-      });
-    }
-  }
-}
-
-function claimUntil(from: Date, config: Pick<EngineConfig, 'timeoutMs'>): Date {
-  return new Date(from.getTime() + config.timeoutMs + CLAIM_MARGIN_MS);
 }
 
 /** In a random order, so that no subscription is always served first. */
@@ -795,14 +352,4 @@ function shuffled<T>(items: T[], random: () => number): T[] {
     [items[i], items[j]] = [items[j], items[i]];
   }
   return items;
-}
-
-/**
- * The body of a delivery: the event's payload written out in the service's own JSON, integers
- * exact and absent fields left out, whatever spacing or escapes the database wrote it with.
- */
-export function deliveryBody({
-  payload,
-}: Pick<EventToSend, 'payload'>): string {
-  return stringifyLosslessJson(parseLosslessJson(payload));
 }

@@ -1,4 +1,5 @@
-import type { DeliveryEngine, EngineConfig } from './delivery-engine';
+import type { DeliveryEngine } from './delivery-engine';
+import type { EngineConfig } from './engine-dependencies';
 
 /** Timers as the loop uses them: the process's own, or the simulation's clock. */
 export interface Timers {

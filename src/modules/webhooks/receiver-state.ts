@@ -6,7 +6,7 @@ import type { ReceiverState } from './delivery-store';
  *
  * - healthy: its last attempt succeeded;
  * - failing: 1 to WEBHOOKS_FAILURES_BEFORE_PAUSE - 1 attempts failed in a row (a slow answer is
- *   no failure: it costs the receiver slots, delivery-engine.ts);
+ *   no failure: it costs the receiver slots, lane-pace.ts);
  * - paused: none of its deliveries is attempted until `pausedUntil`;
  * - probe-due: its pause is over; one attempt, the probe, may start;
  * - probing: the probe is under way.

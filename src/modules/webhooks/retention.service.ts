@@ -18,7 +18,7 @@ import { EventHandlerState } from '../../platform/events/event-handler.entity';
 import { HANDLER_RETIRED_AFTER_MS } from '../../platform/events/event-handlers';
 import { STORED_TIME_SLACK_MS } from '../../platform/database/database-clock';
 import { OutboxEvent } from '../../platform/events/outbox-event.entity';
-import { CLAIM_MARGIN_MS } from './delivery-engine';
+import { CLAIM_MARGIN_MS } from './lane-pace';
 import {
   Job,
   type JobRun,

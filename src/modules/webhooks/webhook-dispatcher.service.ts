@@ -19,12 +19,12 @@ import {
 } from '../../platform/database/database-errors';
 import { Metrics } from '../../platform/metrics/metrics';
 import { traced } from '../../platform/tracing/tracing';
+import { DeliveryEngine } from './delivery-engine';
 import {
-  DeliveryEngine,
   type AttemptContext,
   type DispatchObserver,
   type ReceiverChange,
-} from './delivery-engine';
+} from './engine-dependencies';
 import { DispatchLoop } from './dispatch-loop';
 import { SqlDeliveryStore } from './sql-delivery-store';
 import { WebhookSender, type WebhookMessage } from './webhook-sender';

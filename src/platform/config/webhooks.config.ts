@@ -7,7 +7,7 @@ export interface WebhooksConfig {
   timeoutMs: number;
   /**
    * A receiver answering slower than this gets fewer attempts at once, in proportion, and no
-   * spare slot (delivery-engine.ts); slowness is never a failure.
+   * spare slot (lane-pace.ts in the webhooks module); slowness is never a failure.
    */
   slowMs: number;
   retryBaseMs: number;

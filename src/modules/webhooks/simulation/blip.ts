@@ -1,6 +1,6 @@
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
-import { RECORD_RETRY_MAX_MS } from '../delivery-engine';
+import { RECORD_RETRY_MAX_MS } from '../delivery-attempts';
 import {
   startSimulatedInstance,
   STATEMENT_WAIT_MS,

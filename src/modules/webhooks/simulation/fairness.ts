@@ -1,4 +1,4 @@
-import type { EngineConfig } from '../delivery-engine';
+import type { EngineConfig } from '../engine-dependencies';
 import { spareSlots } from '../delivery-slots';
 import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';

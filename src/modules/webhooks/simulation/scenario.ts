@@ -1,10 +1,7 @@
-import {
-  CLAIM_MARGIN_MS,
-  SCAN_PER_LANE,
-  SEQUENCE_BATCH,
-  type EngineConfig,
-  type ReceiverChange,
-} from '../delivery-engine';
+import { SEQUENCE_BATCH } from '../delivery-engine';
+import { SCAN_PER_LANE } from '../lane-work';
+import { type EngineConfig, type ReceiverChange } from '../engine-dependencies';
+import { CLAIM_MARGIN_MS } from '../lane-pace';
 import { PENDING_CAP_FACTOR } from '../delivery-store';
 import type { ReceiverState } from '../delivery-store';
 import { conditionOf, pauseLength } from '../receiver-state';

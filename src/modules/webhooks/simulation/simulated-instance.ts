@@ -1,10 +1,10 @@
 import type { WebhooksConfig } from '../../../platform/config/webhooks.config';
+import { DeliveryEngine } from '../delivery-engine';
 import {
-  DeliveryEngine,
   type DispatchObserver,
   type EngineConfig,
   type EngineDependencies,
-} from '../delivery-engine';
+} from '../engine-dependencies';
 import { DispatchLoop } from '../dispatch-loop';
 import { FRESH_RECEIVER } from '../receiver-state';
 import {
