@@ -1,7 +1,7 @@
 // @ts-check
-// Projects: unit tests beside the code; the e2e suite on SQLite; and the same e2e suite again
-// on PostgreSQL (TEST_ENGINE=postgres), whenever a server answers at TEST_DATABASE_URL (default
-// 127.0.0.1:5432). Without one the PostgreSQL project is left out, saying why; on CI that is
+// Projects: unit tests beside the code; the delivery simulations; the e2e suite on SQLite; and
+// the same e2e suite again on PostgreSQL (TEST_ENGINE=postgres), whenever a server answers at
+// TEST_DATABASE_URL (default 127.0.0.1:5432). Without one the PostgreSQL project is left out, saying why; on CI that is
 // an error, so a CI run cannot pass without it.
 const { spawnSync } = require('node:child_process');
 const unit = require('./jest.unit.config');
@@ -47,7 +47,9 @@ const ENGINE_INDEPENDENT = [
 ].map((name) => `<rootDir>/test/${name}\\.e2e-spec\\.ts$`);
 
 function postgresProblem() {
-  const url = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const url =
+    process.env.TEST_DATABASE_URL ??
+    'postgres://postgres@127.0.0.1:5432/postgres';
   const probe = spawnSync(
     process.execPath,
     [
@@ -60,13 +62,24 @@ function postgresProblem() {
     ],
     { encoding: 'utf8', timeout: 10_000 },
   );
-  return probe.status === 0 ? undefined : `${new URL(url).host}: ${probe.stderr.trim() || 'no answer'}`;
+  return probe.status === 0
+    ? undefined
+    : `${new URL(url).host}: ${probe.stderr.trim() || 'no answer'}`;
 }
 
-const projects = [
-  unit,
-  { displayName: 'e2e', ...e2e },
-];
+/**
+ * The simulations of test/simulation/: the delivery engine's own code over thousands of seeded
+ * schedules on simulated time, as unit tests are run (no build, no database).
+ */
+const simulation = {
+  ...unit,
+  displayName: 'simulation',
+  rootDir: __dirname,
+  testRegex: 'test/simulation/.*\\.spec\\.ts$',
+  setupFiles: ['<rootDir>/test/helpers/hermetic-environment.ts'],
+};
+
+const projects = [unit, simulation, { displayName: 'e2e', ...e2e }];
 
 const problem = postgresProblem();
 if (problem === undefined || process.env.CI) {
@@ -94,7 +107,8 @@ const maxWorkers = Math.max(2, require('node:os').availableParallelism() - 1);
  * limit only catches a test that never ends; on a machine others share, everything is slower,
  * which is no failure of the test (docs/testing.md).
  */
-const busy = require('node:os').loadavg()[0] / require('node:os').availableParallelism();
+const busy =
+  require('node:os').loadavg()[0] / require('node:os').availableParallelism();
 const testTimeout = Math.round(60_000 * Math.max(1, busy));
 
 module.exports = { testTimeout, maxWorkers, projects };

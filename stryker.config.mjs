@@ -28,15 +28,6 @@ export default {
     projectType: 'custom',
     configFile: 'jest.unit.config.js',
     enableFindRelatedTests: true,
-    // the simulation (2000 seeded schedules, about 20 s a file) checks the delivery engine's
-    // invariants, not what one unit spec promises; run for each mutant of a file it imports, it
-    // made this step take most of an hour
-    config: {
-      testPathIgnorePatterns: [
-        '/node_modules/',
-        '<rootDir>/modules/webhooks/simulation/',
-      ],
-    },
   },
   checkers: ['typescript'],
   tsconfigFile: 'tsconfig.json',

@@ -76,7 +76,7 @@ export interface Settlement {
 /**
  * The dispatcher's reads and writes, each one atomic (a statement, or a transaction): the SQL
  * store over both engines (sql-delivery-store.ts), and an in-memory one that the simulation
- * runs the same dispatcher against (simulation/memory-delivery-store.ts).
+ * runs the same dispatcher against (test/simulation/memory-delivery-store.ts).
  */
 export interface DeliveryStore {
   /**

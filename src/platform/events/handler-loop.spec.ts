@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { seededRandom } from '../common/simulation/seeded-random';
+import { seededRandom } from '../../../test/helpers/seeded-random';
 import { DatabaseUnreachableError } from '../database/database-errors';
 import { Metrics } from '../metrics/metrics';
 import type { HandledEvent } from './event-handler.decorator';

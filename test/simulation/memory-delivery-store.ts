@@ -7,8 +7,8 @@ import type {
   ReceiverState,
   ToClaim,
   Settlement,
-} from '../delivery-store';
-import type { DeliveryStatus } from '../webhook-delivery.entity';
+} from '../../src/modules/webhooks/delivery-store';
+import type { DeliveryStatus } from '../../src/modules/webhooks/webhook-delivery.entity';
 
 export interface StoredEvent extends EventToSend {
   createdAt: Date;

@@ -1,4 +1,4 @@
-import type { AttemptOutcome } from '../webhook-sender';
+import type { AttemptOutcome } from '../../src/modules/webhooks/webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
 import {
   SIMULATED,

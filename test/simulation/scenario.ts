@@ -1,12 +1,21 @@
-import { SEQUENCE_BATCH } from '../delivery-engine';
-import { SCAN_PER_LANE } from '../lane-work';
-import { type EngineConfig, type ReceiverChange } from '../engine-dependencies';
-import { CLAIM_MARGIN_MS } from '../lane-pace';
-import { PENDING_CAP_FACTOR } from '../delivery-store';
-import type { ReceiverState } from '../delivery-store';
-import { conditionOf, pauseLength } from '../receiver-state';
-import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
-import { STALL_MS } from '../webhook-sender';
+import { SEQUENCE_BATCH } from '../../src/modules/webhooks/delivery-engine';
+import { SCAN_PER_LANE } from '../../src/modules/webhooks/lane-work';
+import {
+  type EngineConfig,
+  type ReceiverChange,
+} from '../../src/modules/webhooks/engine-dependencies';
+import { CLAIM_MARGIN_MS } from '../../src/modules/webhooks/lane-pace';
+import { PENDING_CAP_FACTOR } from '../../src/modules/webhooks/delivery-store';
+import type { ReceiverState } from '../../src/modules/webhooks/delivery-store';
+import {
+  conditionOf,
+  pauseLength,
+} from '../../src/modules/webhooks/receiver-state';
+import type {
+  AttemptOutcome,
+  WebhookMessage,
+} from '../../src/modules/webhooks/webhook-sender';
+import { STALL_MS } from '../../src/modules/webhooks/webhook-sender';
 import { MemoryDatabase, type StoreCall } from './memory-delivery-store';
 import {
   SIMULATED,

@@ -1,6 +1,9 @@
-import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
+import type {
+  AttemptOutcome,
+  WebhookMessage,
+} from '../../src/modules/webhooks/webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
-import { RECORD_RETRY_MAX_MS } from '../delivery-attempts';
+import { RECORD_RETRY_MAX_MS } from '../../src/modules/webhooks/delivery-attempts';
 import {
   startSimulatedInstance,
   STATEMENT_WAIT_MS,

@@ -1,12 +1,12 @@
-import type { WebhooksConfig } from '../../../platform/config/webhooks.config';
-import { DeliveryEngine } from '../delivery-engine';
+import type { WebhooksConfig } from '../../src/platform/config/webhooks.config';
+import { DeliveryEngine } from '../../src/modules/webhooks/delivery-engine';
 import {
   type DispatchObserver,
   type EngineConfig,
   type EngineDependencies,
-} from '../engine-dependencies';
-import { DispatchLoop } from '../dispatch-loop';
-import { FRESH_RECEIVER } from '../receiver-state';
+} from '../../src/modules/webhooks/engine-dependencies';
+import { DispatchLoop } from '../../src/modules/webhooks/dispatch-loop';
+import { FRESH_RECEIVER } from '../../src/modules/webhooks/receiver-state';
 import {
   MemoryDeliveryStore,
   type MemoryDatabase,

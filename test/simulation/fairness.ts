@@ -1,6 +1,9 @@
-import type { EngineConfig } from '../engine-dependencies';
-import { spareSlots } from '../delivery-slots';
-import type { AttemptOutcome, WebhookMessage } from '../webhook-sender';
+import type { EngineConfig } from '../../src/modules/webhooks/engine-dependencies';
+import { spareSlots } from '../../src/modules/webhooks/delivery-slots';
+import type {
+  AttemptOutcome,
+  WebhookMessage,
+} from '../../src/modules/webhooks/webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
 import { pollBound } from './scenario';
 import {

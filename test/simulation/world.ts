@@ -1,6 +1,6 @@
-import type { Timers } from '../dispatch-loop';
+import type { Timers } from '../../src/modules/webhooks/dispatch-loop';
 
-export { seededRandom } from '../../../platform/common/simulation/seeded-random';
+export { seededRandom } from '../helpers/seeded-random';
 
 interface Task {
   at: number;
