@@ -3,51 +3,21 @@ import {
   Injectable,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import {
-  createRemoteJWKSet,
-  customFetch,
-  errors,
-  jwtVerify,
-  type JWTPayload,
-  type RemoteJWKSet,
-} from 'jose';
-import { isIdentityProviderUrl } from '../../config/setting-kinds';
-import { DependencyState } from '../../logging/dependency-state';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { rejectedAccessTokenMessage } from '../auth-messages';
 import { TokenRejection, type Bearer } from '../bearer';
 import { ScopeCatalogue } from '../scopes';
 import { MAX_TOKEN_LIFETIME, MAX_TOKEN_LIFETIME_MS } from '../tokens.service';
+import {
+  IdentityProviderKeys,
+  isKeyFetchFailure,
+  KeysFetchedRecently,
+  type IdentityProviderUnavailable,
+} from './identity-provider-keys';
 import { oidcConfig, type OidcConfig, type OidcSettings } from './oidc.config';
-
-/** The most a discovery document or a key set may weigh: a real one is a few kilobytes. */
-export const MAX_DOCUMENT_BYTES = 512 * 1024;
-
-/** How long a fetch from the identity provider may take, answer and body. */
-export const FETCH_TIMEOUT_MS = 5000;
-
-/**
- * How long a token signed by a key newer than those in hand waits for the next fetch of the
- * keys that OIDC_JWKS_COOLDOWN allows: at the default cooldown, always long enough. Identity
- * providers sign with a new key as soon as they publish it (Keycloak, oidc-provider), so such
- * a token is a routine rotation, not a guess.
- */
-export const MAX_KEY_WAIT_MS = 5000;
 
 /** `typ` of an access token (RFC 9068), or the plain `JWT` most providers write; any case. */
 const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt', 'jwt']);
-
-/**
- * The keys were fetched too recently to fetch them again within MAX_KEY_WAIT_MS: the token's
- * kid may be a key published since, so its refusal is the service's own, never a guess.
- */
-class KeysFetchedRecently extends Error {
-  override readonly name = 'KeysFetchedRecently';
-}
-
-/** Why the identity provider's keys are not there: what readiness and the log say. */
-export class IdentityProviderUnavailable extends Error {
-  override readonly name = 'IdentityProviderUnavailable';
-}
 
 /**
  * Access tokens of the identity provider that OIDC_ISSUER names, checked as
@@ -62,26 +32,15 @@ export class IdentityProviderUnavailable extends Error {
 @Injectable()
 export class IdentityProviderTokens implements OnApplicationBootstrap {
   private readonly config: OidcConfig | undefined;
-  /** Logs the provider's keys going out of reach and coming back, once each. */
-  private readonly state = new DependencyState('Identity provider', {
-    away: 'is out of reach: its keys cannot be fetched',
-    meanwhile:
-      'its access tokens are refused unless a key in hand verifies them',
-    back: 'is within reach again',
-    onReturn: 'its keys are fetched again',
-  });
-  private keys?: RemoteJWKSet;
-  /** When each URL (discovery, keys) was last fetched, for the cooldown. */
-  private readonly lastFetchAt = new Map<string, number>();
-  /** Why the keys are out of reach, while they are: readiness's message. */
-  private problem?: IdentityProviderUnavailable;
-  private discovery?: Promise<RemoteJWKSet | undefined>;
+  /** The provider's keys, when OIDC_ISSUER names one. */
+  private readonly keys: IdentityProviderKeys | undefined;
 
   constructor(
     @Inject(oidcConfig.KEY) { provider }: OidcSettings,
     private readonly scopes: ScopeCatalogue,
   ) {
     this.config = provider;
+    this.keys = provider && new IdentityProviderKeys(provider);
   }
 
   get enabled(): boolean {
@@ -97,16 +56,8 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
    * Whether the provider's keys are at hand, fetching them if they never were.
    * @throws IdentityProviderUnavailable, saying what is wrong, until they are
    */
-  async ready(): Promise<void> {
-    const keys = await this.keySet();
-    if (!keys) throw this.problem!;
-    if (keys.jwks() === undefined) {
-      try {
-        await keys.reload();
-      } catch (error) {
-        throw this.unavailable(error);
-      }
-    }
+  ready(): Promise<void> {
+    return this.keys!.ready();
   }
 
   /**
@@ -115,8 +66,8 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
    */
   async verify(token: string): Promise<Bearer | TokenRejection> {
     const config = this.config!;
-    const keys = await this.keySet();
-    if (!keys) return providerAway(this.problem!);
+    const keys = await this.keys!.keySet();
+    if (!keys) return providerAway(this.keys!.problem!);
     try {
       const { payload, protectedHeader } = await jwtVerify(token, keys, {
         issuer: config.issuer,
@@ -143,7 +94,7 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
       return { caller: `jwt:${payload.sub}@${config.issuer}`, scopes };
     } catch (error) {
       if (isKeyFetchFailure(error))
-        return providerAway(this.unavailable(error));
+        return providerAway(this.keys!.unavailable(error));
       if (error instanceof KeysFetchedRecently) {
         return new TokenRejection(
           rejectedAccessTokenMessage(error.message),
@@ -182,118 +133,6 @@ export class IdentityProviderTokens implements OnApplicationBootstrap {
     }
     return listed.filter((scope) => this.scopes.has(scope));
   }
-
-  /** The key set, once its URL is known (OIDC_JWKS_URL, or discovered from the issuer). */
-  private keySet(): Promise<RemoteJWKSet | undefined> {
-    if (this.keys) return Promise.resolve(this.keys);
-    this.discovery ??= this.discoverKeySet().finally(() => {
-      this.discovery = undefined;
-    });
-    return this.discovery;
-  }
-
-  private async discoverKeySet(): Promise<RemoteJWKSet | undefined> {
-    const config = this.config!;
-    let jwksUrl = config.jwksUrl;
-    if (jwksUrl === undefined) {
-      const discoveryUrl = `${config.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
-      try {
-        jwksUrl = jwksUrlOf(
-          await this.fetchJson(discoveryUrl, {
-            signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-            headers: { accept: 'application/json' },
-          }),
-          config.issuer,
-        );
-      } catch (error) {
-        this.unavailable(error);
-        return undefined;
-      }
-    }
-    this.keys = createRemoteJWKSet(new URL(jwksUrl), {
-      timeoutDuration: FETCH_TIMEOUT_MS,
-      // every unknown kid asks fetchJson, which keeps the cooldown (and waits it out)
-      cooldownDuration: 0,
-      cacheMaxAge: config.jwksMaxAgeMs,
-      [customFetch]: async (url, options) =>
-        Response.json(await this.fetchJson(url, options, isKeySet)),
-    });
-    return this.keys;
-  }
-
-  /**
-   * A GET to the provider, for JSON: at most one per URL per OIDC_JWKS_COOLDOWN, whatever its
-   * outcome (jose's own cooldown counts from the last success only), 200 only, the body read up
-   * to MAX_DOCUMENT_BYTES. A document in the expected shape means the provider is back.
-   *
-   * Asked again within the cooldown (a kid the keys in hand lack), it waits for the cooldown's
-   * end, up to MAX_KEY_WAIT_MS, and fetches then: the callers waiting meanwhile share that one
-   * fetch (jose's reload is shared), so made-up kids still cost one fetch per cooldown, and a
-   * key the provider published since the last fetch is found rather than refused.
-   */
-  private async fetchJson(
-    url: string,
-    options: RequestInit & { signal: AbortSignal },
-    isExpected: (document: unknown) => boolean = isObject,
-  ): Promise<unknown> {
-    const last = this.lastFetchAt.get(url) ?? -Infinity;
-    const allowedAt = last + this.config!.jwksCooldownMs;
-    const wait = allowedAt - Date.now();
-    if (wait > 0) {
-      // the provider was away at the last fetch: the keys in hand are all there is
-      if (this.problem) throw this.problem;
-      if (wait > MAX_KEY_WAIT_MS) {
-        throw new KeysFetchedRecently(
-          `no key of the identity provider's fetched ${Math.round((Date.now() - last) / 1000)} s ago matches its kid, and they are fetched again in ${Math.ceil(wait / 1000)} s (OIDC_JWKS_COOLDOWN): try again then`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
-    this.lastFetchAt.set(url, Date.now());
-    let body: Buffer;
-    try {
-      body = await readBounded(url, options);
-    } catch (error) {
-      if (error instanceof IdentityProviderUnavailable) throw error;
-      throw new IdentityProviderUnavailable(
-        `${url}: ${
-          (error as Error).name === 'TimeoutError'
-            ? `no whole answer within ${FETCH_TIMEOUT_MS / 1000} s`
-            : describe(error)
-        }`,
-      );
-    }
-    let document: unknown;
-    try {
-      document = JSON.parse(body.toString('utf8'));
-    } catch {
-      document = undefined;
-    }
-    if (!isExpected(document)) {
-      throw new IdentityProviderUnavailable(
-        `${url} answered something other than the JSON expected`,
-      );
-    }
-    this.problem = undefined;
-    this.state.cameBack();
-    return document;
-  }
-
-  /** Notes why the keys are out of reach; the log says so once an outage (DependencyState). */
-  private unavailable(error: unknown): IdentityProviderUnavailable {
-    if (this.problem !== undefined && error === this.problem) {
-      return this.problem;
-    }
-    const reason =
-      error instanceof IdentityProviderUnavailable
-        ? error.message
-        : `its key set: ${describe(error)}`;
-    this.problem = new IdentityProviderUnavailable(
-      `the identity provider's keys are out of reach (${reason})`,
-    );
-    this.state.wentAway(reason);
-    return this.problem;
-  }
 }
 
 /**
@@ -329,45 +168,6 @@ function providerAway(problem: IdentityProviderUnavailable): TokenRejection {
   return new TokenRejection(rejectedAccessTokenMessage(problem.message), false);
 }
 
-/** A 200's body, up to MAX_DOCUMENT_BYTES. */
-async function readBounded(
-  url: string,
-  options: RequestInit & { signal: AbortSignal },
-): Promise<Buffer> {
-  const response = await fetch(url, { ...options, redirect: 'manual' });
-  if (response.status !== 200) {
-    await response.body?.cancel();
-    throw new IdentityProviderUnavailable(
-      `${url} answered ${response.status}, not 200`,
-    );
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of (response.body ??
-    []) as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > MAX_DOCUMENT_BYTES) {
-      throw new IdentityProviderUnavailable(
-        `${url} answered more than ${MAX_DOCUMENT_BYTES / 1024} KiB`,
-      );
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/** An error's message and its cause's (fetch's own says only "fetch failed"); duck-typed, as fetch's errors come from another realm under jest. */
-function describe(error: unknown): string {
-  const { message, cause } = (error ?? {}) as {
-    message?: unknown;
-    cause?: { message?: unknown };
-  };
-  if (typeof message !== 'string') return String(error);
-  return typeof cause?.message === 'string'
-    ? `${message}: ${cause.message}`
-    : message;
-}
-
 /** What is wrong with a token that jose refused. */
 function rejectionOf(error: unknown, config: OidcConfig): string {
   if (error instanceof errors.JWTExpired) return 'it has expired';
@@ -396,50 +196,4 @@ function rejectionOf(error: unknown, config: OidcConfig): string {
     return 'it names no kid, and more than one key of the identity provider fits it';
   }
   return 'it is not a JWT';
-}
-
-function isObject(document: unknown): boolean {
-  return typeof document === 'object' && document !== null;
-}
-
-function isKeySet(document: unknown): boolean {
-  return (
-    isObject(document) && Array.isArray((document as { keys: unknown }).keys)
-  );
-}
-
-/** A failure to get the keys, rather than a token that does not pass. */
-function isKeyFetchFailure(error: unknown): boolean {
-  // every failure of a fetch is an IdentityProviderUnavailable (fetchJson), but for jose's
-  // timeout, and for a key set in JSON that is no key set
-  return (
-    error instanceof IdentityProviderUnavailable ||
-    error instanceof errors.JWKSTimeout ||
-    error instanceof errors.JWKSInvalid
-  );
-}
-
-/** `jwks_uri` of a discovery document, which must be the issuer's own (OpenID Connect Discovery §4.3). */
-function jwksUrlOf(document: unknown, issuer: string): string {
-  const { issuer: named, jwks_uri: jwksUri } = (document ?? {}) as Record<
-    string,
-    unknown
-  >;
-  if (named !== issuer) {
-    throw new IdentityProviderUnavailable(
-      `its discovery document names the issuer ${JSON.stringify(named)}, not ${issuer}`,
-    );
-  }
-  if (typeof jwksUri !== 'string' || !URL.canParse(jwksUri)) {
-    throw new IdentityProviderUnavailable(
-      'its discovery document has no jwks_uri URL',
-    );
-  }
-  // the rule OIDC_JWKS_URL is held to: keys over plain http could be anyone's
-  if (!isIdentityProviderUrl(jwksUri)) {
-    throw new IdentityProviderUnavailable(
-      `its discovery document's jwks_uri ${jwksUri} is not https (http is taken on loopback only)`,
-    );
-  }
-  return jwksUri;
 }
