@@ -19,6 +19,7 @@ import {
   type ToClaim,
   type Settlement,
 } from './delivery-store';
+import { SettlementBatches } from './settlement-batches';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
@@ -50,9 +51,6 @@ export function dueDeliveriesOf(
     .limit(limit);
 }
 
-/** Settlements written by one statement at most (7 parameters each). */
-export const SETTLE_BATCH = 500;
-
 /**
  * A delivery's `webhook-id`: `msg_`, its event's time in ms (12 hex digits), and 80 bits of the
  * SHA-256 of its subscription's and its event's ids. One event has one id for one subscription
@@ -81,12 +79,14 @@ export class SqlDeliveryStore implements DeliveryStore {
   private readonly subscriptions: EntitySql<WebhookSubscription>;
   private readonly log: EntitySql<OutboxEvent>;
   private readonly postgres: boolean;
+  private readonly settlements: SettlementBatches;
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     this.deliveries = new EntitySql(dataSource, WebhookDelivery);
     this.subscriptions = new EntitySql(dataSource, WebhookSubscription);
     this.log = new EntitySql(dataSource, OutboxEvent);
     this.postgres = dataSource.options.type === 'postgres';
+    this.settlements = new SettlementBatches(this.deliveries, this.postgres);
   }
 
   /** `FOR UPDATE` where rows can be locked (PostgreSQL); SQLite's transaction holds them all. */
@@ -298,76 +298,9 @@ export class SqlDeliveryStore implements DeliveryStore {
     );
   }
 
-  /**
-   * Settlements are written together: those asked for while one statement of them runs wait
-   * for it and go in the next, SETTLE_BATCH at most a statement. A receiver answering quickly
-   * under load then costs a statement per batch, not one per delivery.
-   */
+  /** Written together with others asked for meanwhile (settlement-batches.ts). */
   settle(delivery: ClaimedDelivery, settlement: Settlement): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.settling.push({ delivery, settlement, resolve, reject });
-      if (!this.writingSettlements) void this.writeSettlements();
-    });
-  }
-
-  private readonly settling: {
-    delivery: ClaimedDelivery;
-    settlement: Settlement;
-    resolve: (own: boolean) => void;
-    reject: (error: unknown) => void;
-  }[] = [];
-
-  private writingSettlements = false;
-
-  private async writeSettlements(): Promise<void> {
-    this.writingSettlements = true;
-    while (this.settling.length > 0) {
-      const batch = this.settling.splice(0, SETTLE_BATCH);
-      try {
-        const own = await this.settleAll(batch);
-        for (const { delivery, resolve } of batch)
-          resolve(own.has(delivery.id));
-      } catch (error) {
-        for (const { reject } of batch) reject(error);
-      }
-    }
-    this.writingSettlements = false;
-  }
-
-  /** Each delivery's outcome, where its claim is still the caller's own: the ids it was. */
-  private async settleAll(
-    batch: readonly { delivery: ClaimedDelivery; settlement: Settlement }[],
-  ): Promise<Set<string>> {
-    const $ = this.deliveries.parameter;
-    // PostgreSQL types a VALUES list's parameters as text unless told
-    const cast = (placeholder: string, type: string) =>
-      this.postgres ? `CAST(${placeholder} AS ${type})` : placeholder;
-    const rows = batch.map((_item, index) => {
-      const at = (offset: number) => $(7 * index + offset);
-      return (
-        `(${at(1)}, ${at(2)}, ${at(3)}, ${cast(at(4), 'timestamptz')}, ` +
-        `${cast(at(5), 'timestamptz')}, ${cast(at(6), 'integer')}, ${at(7)})`
-      );
-    });
-    const settled = await this.deliveries.select(
-      `WITH "outcome" ("delivery_id", "token", "new_status", "due_at", "attempted_at", "status_code", "error") ` +
-        `AS (VALUES ${rows.join(', ')}) ` +
-        `UPDATE "webhook_deliveries" SET "status" = "outcome"."new_status", "next_attempt_at" = "outcome"."due_at", ` +
-        `"last_attempt_at" = "outcome"."attempted_at", "last_status_code" = "outcome"."status_code", ` +
-        `"last_error" = "outcome"."error", "claimed_until" = NULL, "claim_token" = NULL FROM "outcome" ` +
-        `WHERE "id" = "outcome"."delivery_id" AND "claim_token" = "outcome"."token" AND "status" = 'pending' ` +
-        `RETURNING "id"`,
-      batch.flatMap(({ delivery, settlement }) => [
-        delivery.id,
-        delivery.token,
-        settlement.status,
-        this.deliveries.stored('nextAttemptAt', settlement.nextAttemptAt),
-        this.deliveries.stored('lastAttemptAt', settlement.lastAttemptAt),
-        settlement.lastStatusCode,
-        settlement.lastError,
-      ]),
-    );
-    return new Set(settled.map(({ id }) => id));
+    return this.settlements.settle(delivery, settlement);
   }
 
   async cancel(delivery: ClaimedDelivery): Promise<void> {
