@@ -32,11 +32,13 @@ import {
   HandlerLoop,
   RETRY_AT_BOUND_MS,
   type HandlerRetry,
+} from './handler-loop';
+import {
   type HandlerRow,
   type HandlerStore,
   type LoggedEvent,
   type SkippedAttempt,
-} from './handler-loop';
+} from './handler-store';
 import { OutboxEvent } from './outbox-event.entity';
 import { SkippedEvent } from './skipped-event.entity';
 

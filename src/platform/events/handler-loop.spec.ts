@@ -15,10 +15,12 @@ import {
   retryDelayMs,
   retryPending,
   skippedWithinMs,
+} from './handler-loop';
+import {
   type HandlerRow,
   type HandlerStore,
   type LoggedEvent,
-} from './handler-loop';
+} from './handler-store';
 
 const NAME = 'care.plant-deleted';
 const HANDLED = 'plant.deleted';
