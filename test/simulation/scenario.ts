@@ -4,7 +4,10 @@ import {
   type EngineConfig,
   type ReceiverChange,
 } from '../../src/modules/webhooks/engine-dependencies';
-import { CLAIM_MARGIN_MS } from '../../src/modules/webhooks/lane-pace';
+import {
+  CLAIM_MARGIN_MS,
+  RECORDING_MARGIN_MS,
+} from '../../src/modules/webhooks/lane-pace';
 import { PENDING_CAP_FACTOR } from '../../src/modules/webhooks/delivery-store';
 import type { ReceiverState } from '../../src/modules/webhooks/delivery-store';
 import {
@@ -195,6 +198,8 @@ export async function simulate(seed: number): Promise<RunReport> {
     owner: string;
     token: string;
     at: number;
+    /** When the claim runs out. */
+    until: number;
     delivery: string;
     tried: boolean;
     withdrawn: boolean;
@@ -220,6 +225,14 @@ export async function simulate(seed: number): Promise<RunReport> {
       );
     const send = async (message: WebhookMessage): Promise<AttemptOutcome> => {
       const started = world.now;
+      // a request sent later could be answered too late for its outcome to be recorded
+      // within its claim, and be sent again by whoever claims it next
+      const { until } = lastClaim(message.id)!;
+      if (until - started < config.timeoutMs + RECORDING_MARGIN_MS) {
+        violations.push(
+          `${message.id} was sent by ${owner} at ${started - START} ms with ${until - started} ms of its claim left, less than the timeout and RECORDING_MARGIN_MS`,
+        );
+      }
       // resolving and connecting: a frozen instance may come back past its timeout
       await world.delay(owner, between(0, 5));
       if (world.now - started > config.timeoutMs + STALL_MS) {
@@ -285,6 +298,7 @@ export async function simulate(seed: number): Promise<RunReport> {
               owner,
               token,
               at: world.now,
+              until: db.deliveries.get(delivery)!.claimedUntil!.getTime(),
               delivery,
               tried: false,
               withdrawn: false,

@@ -50,6 +50,7 @@ export function startSimulatedInstance({
   random,
   observer = {},
   onPollError,
+  fenced,
 }: {
   world: World;
   owner: string;
@@ -59,6 +60,7 @@ export function startSimulatedInstance({
   random: () => number;
   observer?: Partial<DispatchObserver>;
   onPollError: (error: unknown) => void;
+  fenced?: () => boolean;
 }): DeliveryEngine {
   const store = new MemoryDeliveryStore(db, {
     around: () =>
@@ -81,12 +83,14 @@ export function startSimulatedInstance({
     random,
     signal: new AbortController().signal,
     sleep: (ms) => world.delay(owner, ms),
+    fenced,
   });
   new DispatchLoop(engine, SIMULATED, {
     timers: world.timersOf(owner),
     intervalMs: SIMULATED.pollIntervalMs,
     onPolled: () => undefined,
     onError: onPollError,
+    fenced,
   }).start();
   return engine;
 }

@@ -10,7 +10,7 @@ import type {
   Settlement,
 } from './delivery-store';
 import type { EngineDependencies } from './engine-dependencies';
-import type { LanePace } from './lane-pace';
+import { RECORDING_MARGIN_MS, type LanePace } from './lane-pace';
 import type { ReceiverOutcomes } from './receiver-outcomes';
 import { nextAttemptAt } from './retry-schedule';
 
@@ -50,10 +50,11 @@ export class DeliveryAttempts {
       await store.cancel(delivery);
       return;
     }
-    // a whole attempt must fit in the claim, or another instance may take it over meanwhile
+    // a whole attempt and the recording of its outcome must fit in the claim, or another
+    // instance (or, after a move, the new database's) may send it again
     if (
       delivery.claimedUntil.getTime() - this.dependencies.now() <
-      config.timeoutMs
+      config.timeoutMs + RECORDING_MARGIN_MS
     ) {
       await store.withdraw(delivery);
       return;
@@ -129,7 +130,7 @@ export class DeliveryAttempts {
 
   /**
    * Records what a request came to, trying again while the database does not answer and the
-   * claim still holds (its margin, CLAIM_MARGIN_MS, at least, past the request): an answered
+   * claim still holds (RECORDING_MARGIN_MS, at least, past the request): an answered
    * request is recorded once the database is back, rather than sent again once the claim runs
    * out. A settlement that did commit before its answer was lost finds the claim gone the
    * second time, and says so (false), as when the claim ran out.

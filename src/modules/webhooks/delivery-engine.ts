@@ -78,10 +78,15 @@ export class DeliveryEngine {
   async drained(): Promise<void> {
     await Promise.allSettled([
       ...this.inFlight.values(),
-      ...[...this.claimedAhead.keys()].map((laneId) =>
-        this.giveBackAhead(laneId),
-      ),
+      this.giveBackClaimedAhead(),
     ]);
+  }
+
+  /** Every attempt claimed ahead given back unsent, of every lane: the store is moving. */
+  async giveBackClaimedAhead(): Promise<void> {
+    await Promise.all(
+      [...this.claimedAhead.keys()].map((laneId) => this.giveBackAhead(laneId)),
+    );
   }
 
   private freeSlots(): number {
@@ -243,7 +248,11 @@ export class DeliveryEngine {
     let started = 0;
     for (const laneId of laneIds) {
       const queue = this.claimedAhead.get(laneId);
-      while (queue?.length && !this.dependencies.signal.aborted) {
+      while (
+        queue?.length &&
+        !this.dependencies.signal.aborted &&
+        !this.dependencies.fenced?.()
+      ) {
         const busy = this.inFlightByLane.get(laneId) ?? 0;
         const free = this.freeSlots();
         if (busy >= (this.allowance.get(laneId) ?? 0)) break;
@@ -301,7 +310,8 @@ export class DeliveryEngine {
         event: events.get(delivery.eventId),
         onAttemptEnd,
       };
-      if (startNow.has(planning)) {
+      // claimed as the store's fence went up: given back with those claimed ahead
+      if (startNow.has(planning) && !this.dependencies.fenced?.()) {
         this.launch(ready);
       } else {
         const queue = this.claimedAhead.get(lane.id) ?? [];

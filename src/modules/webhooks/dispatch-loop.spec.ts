@@ -51,6 +51,7 @@ function drivenLoop({ maxInFlight = 16, fenced = (): boolean => false } = {}) {
   }> = [];
   const engine = {
     attemptsInFlight: 0,
+    giveBackClaimedAhead: jest.fn(() => Promise.resolve()),
     poll: jest.fn(
       (attemptEnded: (replaced: boolean) => void) =>
         new Promise<{ backlog: boolean }>((resolve, reject) =>
@@ -160,16 +161,18 @@ describe('DispatchLoop, polling', () => {
     expect(driven.engine.poll).toHaveBeenCalledTimes(2);
   });
 
-  it('claims nothing while the store is fenced, and looks again after the interval', async () => {
+  it('claims nothing while the store is fenced, gives back what it claimed ahead, and looks again after the interval', async () => {
     let fenced = true;
     const driven = drivenLoop({ fenced: () => fenced });
     driven.loop.start();
     driven.fire();
     expect(driven.engine.poll).not.toHaveBeenCalled();
+    expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
     expect(driven.delays()).toEqual([500]);
     fenced = false;
     driven.fire();
     expect(driven.engine.poll).toHaveBeenCalledTimes(1);
+    expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
     driven.polls[0].end({ backlog: false });
     await driven.settled();
   });

@@ -15,7 +15,10 @@ export interface LoopOptions {
   onPolled: () => void;
   /** A poll that failed; the next one comes after the interval, as usual. */
   onError: (error: unknown) => void;
-  /** While true, no poll claims or makes deliveries: the store is moving (StoreFence). */
+  /**
+   * While true, no poll claims or makes deliveries, and what is claimed ahead is given back:
+   * the store is moving (StoreFence).
+   */
   fenced?: () => boolean;
 }
 
@@ -69,6 +72,7 @@ export class DispatchLoop {
   private async poll(): Promise<void> {
     if (this.stopped) return;
     if (this.options.fenced?.()) {
+      void this.engine.giveBackClaimedAhead();
       this.schedule(this.options.intervalMs);
       return;
     }

@@ -66,6 +66,8 @@ export interface EngineDependencies {
   random?: () => number;
   /** Aborted on shutdown: attempts under way stop, and no new one starts. */
   signal: AbortSignal;
+  /** While true, no attempt claimed ahead starts: the store is moving (StoreFence). */
+  fenced?: () => boolean;
   /** Waits `ms`: a timer (the default), or the simulation's clock. */
   sleep?: (ms: number) => Promise<void>;
 }

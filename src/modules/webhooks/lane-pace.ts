@@ -8,6 +8,14 @@ import type { Lane } from './delivery-store';
 export const CLAIM_MARGIN_MS = 2_000;
 
 /**
+ * Of that margin, what an attempt must still have left past its timeout to start: time to
+ * record its outcome within its claim. An attempt claimed ahead starts within the rest
+ * (aheadDepth), or is given back; one that starts later would record its outcome, if at all,
+ * after its claim ran out, and be sent again.
+ */
+export const RECORDING_MARGIN_MS = CLAIM_MARGIN_MS / 2;
+
+/**
  * Attempts claimed ahead of a lane's slots, at most, as a multiple of the attempts it may have
  * in flight. A lane claims as many ahead as it is expected to start within half its claim's
  * margin (aheadDepth): each then starts as one of its attempts is answered, not at the next
@@ -85,15 +93,17 @@ export class LanePace {
 
   /**
    * How many attempts a lane claims ahead: those its slots start, one answer at a time, within
-   * half a claim's margin, CLAIM_AHEAD_FACTOR times its limit at most; none before its
-   * receiver has answered.
+   * what a claim's margin leaves past RECORDING_MARGIN_MS, CLAIM_AHEAD_FACTOR times its limit at
+   * most; none before its receiver has answered.
    */
   aheadDepth(laneId: string): number {
     const answerMs = this.answerTimes.get(laneId);
     if (answerMs === undefined) return 0;
     const rounds = Math.min(
       CLAIM_AHEAD_FACTOR,
-      Math.floor(CLAIM_MARGIN_MS / 2 / Math.max(1, answerMs)),
+      Math.floor(
+        (CLAIM_MARGIN_MS - RECORDING_MARGIN_MS) / Math.max(1, answerMs),
+      ),
     );
     return this.limit(laneId) * rounds;
   }

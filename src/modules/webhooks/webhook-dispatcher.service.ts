@@ -53,6 +53,7 @@ export class WebhookDispatcher
     clock: DatabaseClock,
     fence: StoreFence,
   ) {
+    const fenced = () => !fence.writable;
     this.engine = new DeliveryEngine({
       store,
       send: (message, signal, attempt) => this.send(message, signal, attempt),
@@ -60,6 +61,7 @@ export class WebhookDispatcher
       config,
       observer: this.observer(),
       signal: this.shutdown.signal,
+      fenced,
     });
     this.loop = new DispatchLoop(this.engine, config, {
       timers: {
@@ -69,7 +71,7 @@ export class WebhookDispatcher
       intervalMs: config.pollIntervalMs,
       onPolled: () => this.database.cameBack(),
       onError: (error) => this.pollFailed(error),
-      fenced: () => !fence.writable,
+      fenced,
     });
   }
 
