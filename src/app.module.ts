@@ -12,7 +12,6 @@ import { AppValidationPipe } from './platform/common/validation/app-validation.p
 import { KnownQueryGuard } from './platform/common/validation/known-query.guard';
 import { appConfig } from './platform/config/app.config';
 import { databaseConfig } from './platform/config/database.config';
-import { webhooksConfig } from './platform/config/webhooks.config';
 import { DatabaseModule } from './platform/database/database.module';
 import { EventHandlersModule } from './platform/events/event-handlers.module';
 import { HealthModule } from './platform/health/health.module';
@@ -27,7 +26,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     ConfigModule.forRoot({
       isGlobal: true,
       ignoreEnvFile: true,
-      load: [appConfig, databaseConfig, webhooksConfig, oidcConfig],
+      load: [appConfig, databaseConfig, oidcConfig],
     }),
     ShutdownModule,
     MetricsModule,

@@ -4,7 +4,6 @@ import { AppModule } from '../app.module';
 import { TokensModule } from '../platform/auth/tokens.module';
 import { appConfig } from '../platform/config/app.config';
 import { databaseConfig } from '../platform/config/database.config';
-import { webhooksConfig } from '../platform/config/webhooks.config';
 import { DatabaseModule } from '../platform/database/database.module';
 import { SkippedEventsModule } from '../platform/events/skipped-events.module';
 import { IdempotencyModule } from '../platform/idempotency/idempotency.module';
@@ -24,7 +23,7 @@ export const SERVICE_DECLARATIONS = new ServiceDeclarations(AppModule);
     ConfigModule.forRoot({
       isGlobal: true,
       ignoreEnvFile: true,
-      load: [appConfig, databaseConfig, webhooksConfig],
+      load: [appConfig, databaseConfig],
     }),
     DatabaseModule,
     TokensModule,

@@ -1,4 +1,4 @@
-import type { WebhooksConfig } from '../../src/platform/config/webhooks.config';
+import type { WebhooksConfig } from '../../src/modules/webhooks/webhooks.config';
 import { DeliveryEngine } from '../../src/modules/webhooks/delivery-engine';
 import {
   type DispatchObserver,

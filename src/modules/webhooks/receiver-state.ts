@@ -1,4 +1,4 @@
-import type { WebhooksConfig } from '../../platform/config/webhooks.config';
+import type { WebhooksConfig } from './webhooks.config';
 import type { ReceiverState } from './delivery-store';
 
 /**

@@ -10,10 +10,7 @@ import {
   type ObjectLiteral,
   type SelectQueryBuilder,
 } from 'typeorm';
-import {
-  webhooksConfig,
-  type WebhooksConfig,
-} from '../../platform/config/webhooks.config';
+import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { EventHandlerState } from '../../platform/events/event-handler.entity';
 import { HANDLER_RETIRED_AFTER_MS } from '../../platform/events/event-handlers';
 import { STORED_TIME_SLACK_MS } from '../../platform/database/database-clock';

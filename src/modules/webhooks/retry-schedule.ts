@@ -1,4 +1,4 @@
-import type { WebhooksConfig } from '../../platform/config/webhooks.config';
+import type { WebhooksConfig } from './webhooks.config';
 
 /**
  * When to try again after `attempts` failed attempts: exponential backoff from the base delay,

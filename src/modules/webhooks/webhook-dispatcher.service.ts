@@ -6,10 +6,7 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { setMaxListeners } from 'node:events';
-import {
-  webhooksConfig,
-  type WebhooksConfig,
-} from '../../platform/config/webhooks.config';
+import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { DatabaseAvailability } from '../../platform/database/database-availability';
 import { DatabaseClock } from '../../platform/database/database-clock';
 import { StoreFence } from '../../platform/database/store-fence';

@@ -1,10 +1,7 @@
 import { Inject, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull, Not } from 'typeorm';
-import {
-  webhooksConfig,
-  type WebhooksConfig,
-} from '../../platform/config/webhooks.config';
+import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { EntitySql } from '../../platform/database/entity-sql';
 import {
   Job,

@@ -1,10 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import {
-  webhooksConfig,
-  type WebhooksConfig,
-} from '../../platform/config/webhooks.config';
+import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { describeUrlProblem, publicOnlyLookup } from './outbound-target';
 import type { AttemptResult } from '../../platform/metrics/metrics';
 import { signWebhook } from './webhook-signature';

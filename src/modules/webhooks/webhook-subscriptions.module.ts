@@ -1,3 +1,4 @@
+import { ConfigModule } from '@nestjs/config';
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ScopesModule } from '../../platform/auth/scopes.module';
@@ -7,6 +8,7 @@ import { WebhookSubscription } from './webhook-subscription.entity';
 import { WebhookSubscriptionsController } from './webhook-subscriptions.controller';
 import { WebhookSubscriptionsService } from './webhook-subscriptions.service';
 import { WEBHOOK_SCOPES } from './webhook.scopes';
+import { webhooksConfig } from './webhooks.config';
 
 /**
  * Webhook subscriptions and their delivery records: the HTTP API, and the service the
@@ -14,6 +16,7 @@ import { WEBHOOK_SCOPES } from './webhook.scopes';
  */
 @Module({
   imports: [
+    ConfigModule.forFeature(webhooksConfig),
     TypeOrmModule.forFeature([WebhookSubscription, WebhookDelivery]),
     EventsModule,
     ScopesModule.forFeature(WEBHOOK_SCOPES),

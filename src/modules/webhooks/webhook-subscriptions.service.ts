@@ -11,10 +11,7 @@ import {
 import { InjectRepository } from '@nestjs/typeorm';
 import { randomInt, randomUUID } from 'node:crypto';
 import { DataSource, In, IsNull, Repository } from 'typeorm';
-import {
-  webhooksConfig,
-  type WebhooksConfig,
-} from '../../platform/config/webhooks.config';
+import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import {
   DatabaseBusyError,
   isUniqueViolation,

@@ -1,3 +1,4 @@
+import { ConfigModule } from '@nestjs/config';
 import { Module } from '@nestjs/common';
 import { RetentionService } from './retention.service';
 import { SqlDeliveryStore } from './sql-delivery-store';
@@ -6,6 +7,7 @@ import { WebhookLagWatch } from './webhook-lag';
 import { WebhookMetrics } from './webhook-metrics';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
+import { webhooksConfig } from './webhooks.config';
 
 /**
  * Webhooks: subscriptions over HTTP, the dispatcher that sends what the outbox holds, the
@@ -13,7 +15,10 @@ import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
  * subscription falling behind.
  */
 @Module({
-  imports: [WebhookSubscriptionsModule],
+  imports: [
+    ConfigModule.forFeature(webhooksConfig),
+    WebhookSubscriptionsModule,
+  ],
   providers: [
     WebhookSender,
     SqlDeliveryStore,

@@ -14,7 +14,6 @@ import {
 import { ENVIRONMENT_SCHEMA } from './environment-schema';
 import { parseDuration } from './setting-kinds';
 import { renderEnvExample } from './settings-docs';
-import { readWebhooksConfig } from './webhooks.config';
 
 describe('readAppConfig', () => {
   it('has the documented defaults', () => {
@@ -336,22 +335,13 @@ describe('the environment schema', () => {
   });
 
   it('booleans: "true" and "false" only, and "false" is false', () => {
-    expect(read({}).WEBHOOKS_ALLOW_PRIVATE_NETWORKS).toBe(false);
-    expect(
-      read({ WEBHOOKS_ALLOW_PRIVATE_NETWORKS: '' })
-        .WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
-    ).toBe(false);
-    expect(
-      read({ WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'false' })
-        .WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
-    ).toBe(false);
-    expect(
-      read({ WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true' })
-        .WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
-    ).toBe(true);
+    expect(read({}).TRACES_BACKGROUND).toBe(false);
+    expect(read({ TRACES_BACKGROUND: '' }).TRACES_BACKGROUND).toBe(false);
+    expect(read({ TRACES_BACKGROUND: 'false' }).TRACES_BACKGROUND).toBe(false);
+    expect(read({ TRACES_BACKGROUND: 'true' }).TRACES_BACKGROUND).toBe(true);
     for (const raw of ['1', '0', 'TRUE', 'yes', ' true']) {
-      expect(() => read({ WEBHOOKS_ALLOW_PRIVATE_NETWORKS: raw })).toThrow(
-        `WEBHOOKS_ALLOW_PRIVATE_NETWORKS must be true or false, got ${JSON.stringify(raw)}`,
+      expect(() => read({ TRACES_BACKGROUND: raw })).toThrow(
+        `TRACES_BACKGROUND must be true or false, got ${JSON.stringify(raw)}`,
       );
     }
   });
@@ -464,32 +454,6 @@ describe('the environment schema', () => {
       read({ DATABASE_URL: 'mysql://root:secret@db/plants' }),
     ).toThrow(/got "mysql:\/\/\*\*\*@db\/plants"$/);
   });
-
-  it('reads the per-subscription share of webhook slots, half by default and never more than all', () => {
-    expect(
-      readWebhooksConfig({ WEBHOOKS_MAX_IN_FLIGHT: '10' })
-        .maxInFlightPerSubscription,
-    ).toBe(5);
-    expect(
-      readWebhooksConfig({ WEBHOOKS_MAX_IN_FLIGHT: '3' })
-        .maxInFlightPerSubscription,
-    ).toBe(1);
-    expect(readWebhooksConfig({}).maxInFlightPerSubscription).toBe(32);
-    expect(
-      readWebhooksConfig({
-        WEBHOOKS_MAX_IN_FLIGHT: '8',
-        WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '8',
-      }).maxInFlightPerSubscription,
-    ).toBe(8);
-    expect(() =>
-      readWebhooksConfig({
-        WEBHOOKS_MAX_IN_FLIGHT: '8',
-        WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '9',
-      }),
-    ).toThrow(
-      'WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION must be at most WEBHOOKS_MAX_IN_FLIGHT (8), got 9',
-    );
-  });
 });
 
 describe('.env', () => {
@@ -546,7 +510,7 @@ describe('.env', () => {
       join(__dirname, '..', '..', '..', 'docs', 'configuration.md'),
       'utf8',
     );
-    // a default worked out from another setting ("half of `WEBHOOKS_TIMEOUT`") is declared as none
+    // a default worked out from another setting ("half of ...") is declared as none
     const stated = Object.fromEntries(
       [
         ...page.matchAll(/^- `([A-Z_]+)` \(default (`[^`]*`|[^)`][^:]*?)\):/gm),
@@ -597,8 +561,8 @@ describe('unknownSettingWarnings', () => {
   });
 
   it("warns of any variable in one of the settings' families", () => {
-    expect(unknownSettingWarnings({ WEBHOOKS_TIMEOUTS_MS: '1' })).toEqual([
-      'WEBHOOKS_TIMEOUTS_MS is not a setting of the plant store and is ignored; the closest one is WEBHOOKS_TIMEOUT',
+    expect(unknownSettingWarnings({ REDIS_TIMEOUTS_MS: '1' })).toEqual([
+      'REDIS_TIMEOUTS_MS is not a setting of the plant store and is ignored; the closest one is REDIS_TIMEOUT',
     ]);
     expect(unknownSettingWarnings({ REDIS_HOST: 'cache' })).toHaveLength(1);
   });
@@ -614,7 +578,7 @@ describe('unknownSettingWarnings', () => {
         TEST_DATABASE_URL: 'postgres://x',
         npm_config_nodedir: '/x',
         PORT: '3100',
-        WEBHOOKS_TIMEOUT: '5s',
+        REDIS_TIMEOUT: '5s',
       }),
     ).toEqual([]);
   });

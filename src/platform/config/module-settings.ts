@@ -77,14 +77,26 @@ export type SettingsOf<Shape extends Record<string, z.ZodType>> = {
 export function defineSettings<
   const Shape extends Record<string, Setting<unknown>>,
 >(module: string, shape: Shape) {
+  const read = declareSettings(module, shape);
+  return registerAs(module, () => read(process.env));
+}
+
+/**
+ * A module's settings, declared as defineSettings declares them, for a module that works out
+ * its own configuration from them (defaults from one another, checks across them): reads
+ * them, checked, from an environment.
+ */
+export function declareSettings<
+  const Shape extends Record<string, Setting<unknown>>,
+>(
+  module: string,
+  shape: Shape,
+): (env: Record<string, string | undefined>) => SettingsOf<Shape> {
   declareModuleSettings(module, shape);
-  return registerAs(module, (): SettingsOf<Shape> => {
-    const read = parseEnvironment(process.env) as unknown as Record<
-      string,
-      unknown
-    >;
+  return (env) => {
+    const read = parseEnvironment(env) as unknown as Record<string, unknown>;
     return Object.fromEntries(
       Object.keys(shape).map((name) => [name, read[name]]),
     ) as SettingsOf<Shape>;
-  });
+  };
 }
