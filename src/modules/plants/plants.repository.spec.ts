@@ -62,7 +62,7 @@ describe('PlantsRepository', () => {
       .insert(plant(1n, 'again', null))
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(DuplicateKeyError);
-    expect((failure as Error).message).toBe('a plant with id 1 already exists');
+    expect(failure).toMatchObject({ entityName: 'Plant', key: [['id', 1n]] });
     expect(await repository.findById(1n)).toEqual(plant(1n, 'plant 1', 'fern'));
   });
 

@@ -1,8 +1,13 @@
-import { Injectable, NotFoundException } from '@nestjs/common';
+import {
+  BadRequestException,
+  Injectable,
+  NotFoundException,
+} from '@nestjs/common';
 import {
   PageFiller,
   type JsonPage,
 } from '../../platform/common/pagination/byte-bounded-page';
+import { DuplicateKeyError } from '../../platform/database/database-errors';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { Plant } from './plant.entity';
 import {
@@ -34,7 +39,12 @@ export class PlantsService {
    */
   async create({ id, name, tag }: CreatePlantDto): Promise<Plant> {
     const plant = Object.assign(new Plant(), { id, name, tag: tag ?? null });
-    await this.plants.insert(plant);
+    try {
+      await this.plants.insert(plant);
+    } catch (error) {
+      if (error instanceof DuplicateKeyError) throw plantIdTaken(id, error);
+      throw error;
+    }
     return plant;
   }
 
@@ -80,4 +90,10 @@ export class PlantsService {
 
 function plantNotFound(id: bigint) {
   return new NotFoundException(`no plant with id ${id} exists`);
+}
+
+function plantIdTaken(id: bigint, cause: DuplicateKeyError) {
+  return new BadRequestException(`a plant with id ${id} already exists`, {
+    cause,
+  });
 }

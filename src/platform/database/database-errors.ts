@@ -99,28 +99,24 @@ export function uniqueKeyColumnsOf(error: unknown): string[] | undefined {
     : [];
 }
 
-/** `WebhookSubscription` as a reader says it: `webhook subscription`. */
-function nounOf(entityName: string): string {
-  return entityName.replace(/(?<=[a-z0-9])(?=[A-Z])/g, ' ').toLowerCase();
-}
-
-/** A write that would have taken a unique key another row holds; the request's fault. */
+/**
+ * A write that would have taken a unique key another row holds; the request's fault. Its
+ * module words it for its resource ("a plant with id 42 already exists"); unworded, the
+ * exception filter answers 400 with this message, which names the key.
+ */
 export class DuplicateKeyError extends Error {
   override readonly name = 'DuplicateKeyError';
 
   constructor(
-    entityName: string,
-    key: [column: string, value: unknown][],
+    /** The entity's class: `Plant`. */
+    readonly entityName: string,
+    readonly key: [column: string, value: unknown][],
     cause: unknown,
   ) {
     const described = key
       .map(([column, value]) => `${column} ${String(value)}`)
       .join(' and ');
-    const noun = nounOf(entityName);
-    const article = /^[aeiou]/.test(noun) ? 'an' : 'a';
-    super(`${article} ${noun} with ${described} already exists`, {
-      cause,
-    });
+    super(`a record with ${described} already exists`, { cause });
   }
 }
 

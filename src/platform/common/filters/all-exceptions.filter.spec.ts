@@ -156,10 +156,10 @@ describe('toErrorAnswer', () => {
     const failed = (error: object) =>
       new QueryFailedError('INSERT INTO orders ...', [7], error as Error);
 
-    it('answers a DuplicateKeyError with 400 and its message, naming the entity and key', () => {
+    it('answers a DuplicateKeyError its module did not word with 400 and its message, naming the key', () => {
       expect(
         toErrorAnswer(new DuplicateKeyError('Plant', [['id', 42n]], null)).body,
-      ).toEqual({ error: 400, message: 'a plant with id 42 already exists' });
+      ).toEqual({ error: 400, message: 'a record with id 42 already exists' });
       expect(
         new DuplicateKeyError(
           'OrderLine',
@@ -169,7 +169,7 @@ describe('toErrorAnswer', () => {
           ],
           null,
         ).message,
-      ).toBe('an order line with order_id 7 and line 2 already exists');
+      ).toBe('a record with order_id 7 and line 2 already exists');
     });
 
     it.each([
