@@ -16,7 +16,9 @@ const ROOT = join(__dirname, '..');
  * CMD is held to the same by test/deployment.e2e-spec.ts): a capped old generation and a small
  * young one, without which V8 grows the heap towards a quarter of the machine's memory.
  */
-const PRODUCTION_NODE_FLAGS = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+const PRODUCTION_NODE_FLAGS = JSON.parse(
+  readFileSync(join(ROOT, 'package.json'), 'utf8'),
+)
   .scripts['start:prod'].split(' ')
   .filter((word) => word.startsWith('--'));
 
@@ -37,7 +39,9 @@ function freePort() {
     const server = createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      const { port } = /** @type {import('node:net').AddressInfo} */ (
+        server.address()
+      );
       server.close(() => resolve(port));
     });
   });
@@ -50,9 +54,19 @@ function freePort() {
  * the service starts, with the database's path and the environment.
  * @param {string} name
  * @param {Record<string, string>} env
- * @param {{ root?: string, node?: string, prepare?: (file: string, env: Record<string, string>) => void }} [options]
+ * `nodeArgs` go to node before the service's script.
+ * @param {{ root?: string, node?: string, nodeArgs?: string[], prepare?: (file: string, env: Record<string, string>) => void }} [options]
  */
-async function startBuiltService(name, env, { root = ROOT, node = process.execPath, prepare } = {}) {
+async function startBuiltService(
+  name,
+  env,
+  {
+    root = ROOT,
+    node = process.execPath,
+    nodeArgs: extraNodeArgs = [],
+    prepare,
+  } = {},
+) {
   const folder = mkdtempSync(join(tmpdir(), `plant-store-${name}-`));
   const serviceEnv = {
     PATH: process.env.PATH ?? '',
@@ -63,24 +77,39 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
   // an empty file, which the CLI migrates: it creates no database of its own
   writeFileSync(join(folder, `${name}.sqlite`), '', { flag: 'a' });
   // run in its own folder, so that the developer's .env (read from the working folder) stays out
-  const token = execFileSync(node, [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name], {
-    cwd: folder,
-    env: serviceEnv,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
+  const token = execFileSync(
+    node,
+    [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name],
+    {
+      cwd: folder,
+      env: serviceEnv,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  )
     .trimEnd()
     .split('\n')
     .pop();
   prepare?.(join(folder, `${name}.sqlite`), serviceEnv);
   const port = await freePort();
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service only
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const service = spawn(node, [...PRODUCTION_NODE_FLAGS, ...nodeArgs, join(root, 'dist', 'main.js')], {
-    cwd: folder,
-    env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '')
+    .split(' ')
+    .filter(Boolean);
+  const service = spawn(
+    node,
+    [
+      ...PRODUCTION_NODE_FLAGS,
+      ...nodeArgs,
+      ...extraNodeArgs,
+      join(root, 'dist', 'main.js'),
+    ],
+    {
+      cwd: folder,
+      env: { ...serviceEnv, PORT: String(port), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const stop = async () => {
     service.kill('SIGTERM');
     await new Promise((resolve) => service.once('exit', resolve));
@@ -108,10 +137,20 @@ async function startBuiltService(name, env, { root = ROOT, node = process.execPa
  * @param {{ name: string, scopes?: string, root?: string }} options
  */
 function cliToken(env, { name, scopes, root = ROOT }) {
-  const args = [join(root, 'dist', 'cli.js'), 'tokens', 'create', '--name', name];
+  const args = [
+    join(root, 'dist', 'cli.js'),
+    'tokens',
+    'create',
+    '--name',
+    name,
+  ];
   if (scopes) args.push('--scopes', scopes);
   return (
-    execFileSync(process.execPath, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    execFileSync(process.execPath, args, {
+      env,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
       .trimEnd()
       .split('\n')
       .pop() ?? ''
@@ -120,15 +159,28 @@ function cliToken(env, { name, scopes, root = ROOT }) {
 
 /** A fresh database named `name` beside the one `adminUrl` names, through psql. */
 function postgresDatabase(adminUrl, name) {
-  const psql = (url, sql) => execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { stdio: 'ignore' });
+  const psql = (url, sql) =>
+    execFileSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], {
+      stdio: 'ignore',
+    });
   psql(adminUrl, `CREATE DATABASE "${name}"`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     run: (sql) => psql(url.toString(), sql),
-    drop: () => psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+    drop: () =>
+      psql(adminUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
   };
 }
 
-module.exports = { ROOT, PRODUCTION_NODE_FLAGS, cliToken, freePort, option, postgresDatabase, startBuiltService, textOption };
+module.exports = {
+  ROOT,
+  PRODUCTION_NODE_FLAGS,
+  cliToken,
+  freePort,
+  option,
+  postgresDatabase,
+  startBuiltService,
+  textOption,
+};
