@@ -24,8 +24,11 @@ process.on('SIGUSR2', () => {
       return;
     }
     const files = coverage.result
+      // a script's own top level (offset 0) keeps the count of its load
       .filter(({ functions }) =>
-        functions.some(({ ranges }) => ranges[0].count > 0),
+        functions.some(
+          ({ ranges: [range] }) => range.startOffset > 0 && range.count > 0,
+        ),
       )
       .map(({ url }) => url);
     writeFileSync(out, JSON.stringify(files));
