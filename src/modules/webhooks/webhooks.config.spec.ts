@@ -4,7 +4,7 @@ import {
   parseEnvironment,
   unknownSettingWarnings,
 } from '../../platform/config/environment';
-import { readWebhooksConfig } from './webhooks.config';
+import { readWebhooksConfig, webhooksConfig } from './webhooks.config';
 
 describe('readWebhooksConfig', () => {
   it('has the documented defaults', () => {
@@ -25,6 +25,10 @@ describe('readWebhooksConfig', () => {
       failedRetentionMs: 30 * 86_400_000,
       retentionIntervalMs: 600_000,
     });
+  });
+
+  it('is registered as the webhooks configuration', () => {
+    expect(webhooksConfig.KEY).toBe('CONFIGURATION(webhooks)');
   });
 
   it('declares its settings with the rest: checked at boot, known to the warnings', () => {
