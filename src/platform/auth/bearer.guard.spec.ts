@@ -2,14 +2,17 @@ import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { Metrics } from '../metrics/metrics';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
-import type { ApiToken } from './api-token.entity';
+import { AUTH_MESSAGES } from './auth-messages';
+import type { Bearer } from './bearer';
 import { BearerGuard } from './bearer.guard';
+import { absentTokenOf, bearerTokenOf } from './bearer-token';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
+import type { AdmittedRequest } from './request-admission';
 import type { Scope } from './scopes';
 
 describe('BearerGuard', () => {
-  const liveToken = { scopes: ['plants:read'] } as unknown as ApiToken;
+  const liveToken: Bearer = { caller: 'token:1', scopes: ['plants:read'] };
   let guard: BearerGuard;
   let metadata: Record<string, unknown>;
   /** The reasons counted in plant_store_authentication_failures_total, in order. */
@@ -36,32 +39,41 @@ describe('BearerGuard', () => {
   });
 
   /**
-   * A request as RequestAdmission leaves it: `bearer` is the token it proved, or null. Each
+   * A request as RequestAdmission leaves it: `bearer` is the token it proved, null one it
+   * rejected, undefined when it proved none (none presented, or admission did not run). Each
    * context is a route of its own unless one is given (the guard reads a route's metadata once).
    */
   function contextWith(
     authorization?: string,
-    bearer?: ApiToken | null,
+    bearer?: Bearer | null,
     route: { handler: object; controller: object } = {
       handler: () => undefined,
       controller: class {},
     },
   ): ExecutionContext {
+    const request = {
+      headers: authorization === undefined ? {} : { authorization },
+    } as AdmittedRequest;
+    if (bearer === null) {
+      request.unauthenticated = {
+        reason: 'rejected',
+        message: AUTH_MESSAGES.rejectedToken,
+      };
+    } else if (bearer !== undefined) {
+      request.bearer = bearer;
+    } else if (bearerTokenOf(request) === undefined) {
+      request.unauthenticated = absentTokenOf(request);
+    }
     return {
       getHandler: () => route.handler,
       getClass: () => route.controller,
-      switchToHttp: () => ({
-        getRequest: () => ({
-          headers: authorization === undefined ? {} : { authorization },
-          bearer,
-        }),
-      }),
+      switchToHttp: () => ({ getRequest: () => request }),
     } as unknown as ExecutionContext;
   }
 
   function failureOf(
     authorization?: string,
-    bearer?: ApiToken | null,
+    bearer?: Bearer | null,
     route?: Parameters<typeof contextWith>[2],
   ) {
     const countedBefore = counted.length;
@@ -165,7 +177,7 @@ describe('BearerGuard', () => {
       'plants:write',
       'webhooks:manage',
     ] satisfies Scope[];
-    const noScopes = { scopes: [] } as unknown as ApiToken;
+    const noScopes: Bearer = { caller: 'token:2', scopes: [] };
     expect(failureOf('Bearer good', noScopes)).toEqual({
       status: 403,
       message:

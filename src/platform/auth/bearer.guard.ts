@@ -6,15 +6,21 @@ import {
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
-import { bearerTokenOf, hasEmptyBearer } from '../http/bearer-token';
 import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
+import type { Unauthenticated } from './bearer';
 import type { AdmittedRequest } from './request-admission';
 import type { Scope } from './scopes';
 import { Metrics } from '../metrics/metrics';
 
 const REALM = 'realm="plant-store"';
+
+/** A request RequestAdmission never saw is no better than one whose token it rejected. */
+const NOT_ADMITTED: Unauthenticated = {
+  reason: 'rejected',
+  message: AUTH_MESSAGES.rejectedToken,
+};
 
 interface RouteAccess {
   isPublic: boolean;
@@ -24,8 +30,9 @@ interface RouteAccess {
 /**
  * Denies by default: every route needs a live bearer token unless marked @Public(), and the
  * token must hold the scopes of @RequireScopes(); a route that declares neither admits no
- * token at all (RouteAccessCheck stops such an app from booting). The token was proven by
- * RequestAdmission before routing. Answers follow RFC 6750.
+ * token at all (RouteAccessCheck stops such an app from booting). The token was proven, or
+ * refused, by RequestAdmission before routing: the guard reads its verdict and never the
+ * header. Answers follow RFC 6750.
  */
 @Injectable()
 export class BearerGuard implements CanActivate {
@@ -65,28 +72,18 @@ export class BearerGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const { isPublic, required } = this.accessOf(context);
     if (isPublic) return true;
-    const request = context.switchToHttp().getRequest<AdmittedRequest>();
-    if (request.headers.authorization === undefined) {
-      this.metrics.authenticationFailures.inc({ reason: 'missing' });
-      throw unauthorized(AUTH_MESSAGES.missingToken, `Bearer ${REALM}`);
-    }
-    if (bearerTokenOf(request) === undefined) {
-      const empty = hasEmptyBearer(request);
-      this.metrics.authenticationFailures.inc({
-        reason: empty ? 'empty' : 'not_bearer',
-      });
-      throw unauthorized(
-        empty ? AUTH_MESSAGES.emptyToken : AUTH_MESSAGES.notBearer,
-        `Bearer ${REALM}`,
-      );
-    }
-    const token = request.bearer;
+    const { bearer: token, unauthenticated = NOT_ADMITTED } = context
+      .switchToHttp()
+      .getRequest<AdmittedRequest>();
     if (!token) {
-      this.metrics.authenticationFailures.inc({ reason: 'rejected' });
-      throw unauthorized(
-        request.bearerRejection ?? AUTH_MESSAGES.rejectedToken,
-        `Bearer ${REALM}, error="invalid_token"`,
-      );
+      const { reason, message } = unauthenticated;
+      this.metrics.authenticationFailures.inc({ reason });
+      throw new HttpErrorWithHeaders(HttpStatus.UNAUTHORIZED, message, {
+        'WWW-Authenticate':
+          reason === 'rejected'
+            ? `Bearer ${REALM}, error="invalid_token"`
+            : `Bearer ${REALM}`,
+      });
     }
     if (!required || required.length === 0) {
       this.metrics.authenticationFailures.inc({ reason: 'insufficient_scope' });
@@ -109,10 +106,4 @@ export class BearerGuard implements CanActivate {
     }
     return true;
   }
-}
-
-function unauthorized(message: string, challenge: string) {
-  return new HttpErrorWithHeaders(HttpStatus.UNAUTHORIZED, message, {
-    'WWW-Authenticate': challenge,
-  });
 }

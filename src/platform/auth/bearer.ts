@@ -20,3 +20,9 @@ export class TokenRejection {
     readonly isGuess = true,
   ) {}
 }
+
+/** Why a request has no caller: the 401's message, and its reason among the metric's labels. */
+export interface Unauthenticated {
+  readonly reason: 'missing' | 'empty' | 'not_bearer' | 'rejected';
+  readonly message: string;
+}

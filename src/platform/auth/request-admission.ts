@@ -1,12 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { bearerTokenOf } from '../http/bearer-token';
 import { clientKeyOf } from '../rate-limit/client-key';
 import { RateLimiter } from '../rate-limit/rate-limiter';
 import { HEALTH_PROBE_PATHS } from '../health/health-probes';
 import { TOKEN_PREFIX } from '../http/token-format';
 import { AUTH_MESSAGES } from './auth-messages';
-import { TokenRejection, type Bearer } from './bearer';
+import { absentTokenOf, bearerTokenOf } from './bearer-token';
+import { TokenRejection, type Bearer, type Unauthenticated } from './bearer';
 import { IdentityProviderTokens } from './oidc/identity-provider-tokens';
 import { TokensService } from './tokens.service';
 
@@ -14,14 +14,13 @@ const UNKNOWN_TOKEN = new TokenRejection(AUTH_MESSAGES.rejectedToken);
 
 /** A request as RequestAdmission leaves it for BearerGuard. */
 export interface AdmittedRequest extends Request {
+  /** Who the live token the request presented speaks for; undefined when none was proven. */
+  bearer?: Bearer;
   /**
-   * Who the live token the request presented speaks for; null when the token it presented is
-   * unknown, revoked, expired or an access token that fails its checks; undefined when it
-   * presented none.
+   * Why it has no caller: it presented no token, or one that is unknown, revoked, expired or
+   * an access token that fails its checks. The 401 BearerGuard answers a route that needs one.
    */
-  bearer?: Bearer | null;
-  /** Why the token it presented was refused: the 401's message. */
-  bearerRejection?: string;
+  unauthenticated?: Unauthenticated;
 }
 
 /**
@@ -68,13 +67,13 @@ export class RequestAdmission {
     const address = clientKeyOf(request.ip ?? '');
     const presented = bearerTokenOf(request);
     if (presented === undefined) {
+      request.unauthenticated = absentTokenOf(request);
       return this.limiter.chargeRequest(response, { address });
     }
     await this.limiter.refuseBlockedAddress(address);
     const bearer = await this.bearerOf(presented);
     if (bearer instanceof TokenRejection) {
-      request.bearer = null;
-      request.bearerRejection = bearer.message;
+      request.unauthenticated = { reason: 'rejected', message: bearer.message };
       if (bearer.isGuess) await this.limiter.countRejectedToken(address);
       return this.limiter.chargeRequest(response, { address });
     }
