@@ -21,7 +21,7 @@ const readSettings = declareSettings('webhooks', {
   WEBHOOKS_SLOW: setting.duration({
     example: '2s',
     description:
-      'A receiver slower than this gets fewer attempts at once in proportion and no spare slot, never a pause; shorter than WEBHOOKS_TIMEOUT; unset, half of it',
+      'A receiver slower than this gets fewer attempts at once, never a pause; under WEBHOOKS_TIMEOUT; unset, half of it',
   }),
   WEBHOOKS_RETRY_BASE: setting.duration({
     default: '5s',
@@ -54,13 +54,13 @@ const readSettings = declareSettings('webhooks', {
   WEBHOOKS_MAX_IN_FLIGHT_PER_SUBSCRIPTION: setting.integer(1, 10_000, {
     example: '8',
     description:
-      'Of those, for one subscription at most (fewer for a fair share or a slow receiver); unset, half of WEBHOOKS_MAX_IN_FLIGHT',
+      'Of those, for one subscription at most; unset, half of WEBHOOKS_MAX_IN_FLIGHT',
   }),
   WEBHOOKS_LAG_WARN: setting.duration({
     default: '1m',
     example: '10m',
     description:
-      'A subscription whose oldest undelivered event is older gets one warn line, and one info line when caught up (docs/webhooks.md, "How far behind")',
+      'A subscription whose oldest undelivered event is older gets a warn line, and an info line once caught up',
   }),
   WEBHOOKS_FAILURES_BEFORE_PAUSE: setting.integer(1, 1000, {
     default: '5',
