@@ -7,6 +7,7 @@ import type {
 import { MemoryDatabase } from './memory-delivery-store';
 import { pollBound } from './scenario';
 import {
+  answerAfter,
   SIMULATED,
   startSimulatedInstance,
   STATEMENT_WAIT_MS,
@@ -151,21 +152,10 @@ export async function simulateFairness(seed: number): Promise<FairnessReport> {
       received
         .get(id)!
         .push({ eventId: deliveryEvents(id, message.id), at: world.now });
-      if (answer >= config.timeoutMs) {
-        await world.delay(owner, config.timeoutMs);
-        return {
-          delivered: false,
-          result: 'timeout',
-          error: 'no answer within the timeout',
-        };
-      }
-      await world.delay(owner, answer);
-      return {
-        delivered: true,
-        result: 'success',
+      return answerAfter(world, owner, answer, {
+        timeoutMs: config.timeoutMs,
         statusCode: 200,
-        answerMs: answer,
-      };
+      });
     };
     startSimulatedInstance({
       world,

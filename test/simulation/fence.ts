@@ -1,6 +1,7 @@
 import type { AttemptOutcome } from '../../src/modules/webhooks/webhook-sender';
 import { MemoryDatabase } from './memory-delivery-store';
 import {
+  answerAfter,
   SIMULATED,
   STATEMENT_WAIT_MS,
   startSimulatedInstance,
@@ -28,8 +29,8 @@ export const FENCE_QUIET_MS =
 const START = Date.UTC(2026, 0, 1);
 
 /**
- * Instances delivering to quick receivers, so that their lanes claim ahead; then the store's
- * fence goes up, as a move puts it, and the receivers turn slow (the move test's receiver);
+ * Instances delivering to quick receivers, so that their lanes claim ahead; then the receivers
+ * turn slow (the move test's receiver) and the store's fence goes up, as a move puts it;
  * later it comes down, as when a move is abandoned. Checks that no request starts while the
  * fence is up, that nothing is claimed FENCE_QUIET_MS after it went up, and that every event
  * is delivered once it is down.
@@ -51,6 +52,7 @@ export async function simulateFence(seed: number): Promise<FenceReport> {
   const fenceAt = START + between(1500, 3500);
   const unfenceAt = fenceAt + FENCE_QUIET_MS + between(100, 2000);
   const fenced = () => world.now >= fenceAt && world.now < unfenceAt;
+  const slowFrom = fenceAt - SIMULATED.timeoutMs;
   let givenBack = 0;
   for (let slot = 0; slot < between(1, 3); slot += 1) {
     const owner = `instance-${slot}`;
@@ -65,24 +67,16 @@ export async function simulateFence(seed: number): Promise<FenceReport> {
             `${owner} sent ${message.id} at ${world.now - START} ms, while the fence was up (${fenceAt - START} to ${unfenceAt - START} ms)`,
           );
         }
-        const answerMs = fenced()
-          ? between(SIMULATED.timeoutMs / 2, (3 * SIMULATED.timeoutMs) / 2)
-          : between(20, 30);
-        if (answerMs >= SIMULATED.timeoutMs) {
-          await world.delay(owner, SIMULATED.timeoutMs);
-          return {
-            delivered: false,
-            result: 'timeout',
-            error: 'no answer within the timeout',
-          };
-        }
-        await world.delay(owner, answerMs);
-        return {
-          delivered: true,
-          result: 'success',
+        // slow from a timeout before the fence, so that attempts in flight as it goes up
+        // run long, some to their timeout
+        const answerMs =
+          world.now >= slowFrom && world.now < unfenceAt
+            ? between(SIMULATED.timeoutMs / 2, (3 * SIMULATED.timeoutMs) / 2)
+            : between(20, 30);
+        return answerAfter(world, owner, answerMs, {
+          timeoutMs: SIMULATED.timeoutMs,
           statusCode: 204,
-          answerMs,
-        };
+        });
       },
       storeHooks: {
         takenBack: () => {

@@ -7,6 +7,7 @@ import {
 } from '../../src/modules/webhooks/engine-dependencies';
 import { DispatchLoop } from '../../src/modules/webhooks/dispatch-loop';
 import { FRESH_RECEIVER } from '../../src/modules/webhooks/receiver-state';
+import type { AttemptOutcome } from '../../src/modules/webhooks/webhook-sender';
 import {
   MemoryDeliveryStore,
   type MemoryDatabase,
@@ -108,4 +109,26 @@ export function subscribeReceiver(
     eventTypes,
     receiver: { ...FRESH_RECEIVER },
   });
+}
+
+/**
+ * A receiver's answer, as `owner` waits for it: a 2xx `answerMs` later, or, when that is not
+ * within `timeoutMs`, the timeout once it has passed.
+ */
+export async function answerAfter(
+  world: World,
+  owner: string,
+  answerMs: number,
+  { timeoutMs, statusCode }: { timeoutMs: number; statusCode: number },
+): Promise<AttemptOutcome> {
+  if (answerMs >= timeoutMs) {
+    await world.delay(owner, timeoutMs);
+    return {
+      delivered: false,
+      result: 'timeout',
+      error: 'no answer within the timeout',
+    };
+  }
+  await world.delay(owner, answerMs);
+  return { delivered: true, result: 'success', statusCode, answerMs };
 }
