@@ -244,6 +244,57 @@ describe('plant-added webhooks', () => {
     ).toEqual(['plant.added']);
   });
 
+  it('sends plant.updated with the plant as changed, once a change, to the subscriptions that receive it', async () => {
+    const changes = await receiver();
+    const additions = await receiver();
+    const { secret } = await subscriptions.add({
+      url: changes.url,
+      eventTypes: ['plant.updated'],
+    });
+    await subscriptions.add({
+      url: additions.url,
+      eventTypes: ['plant.added'],
+    });
+    const id = -9223372036854775808n + BigInt(nextId++);
+    await createPlant(`{"id":${id},"name":"Young Fig","tag":"indoor"}`).expect(
+      200,
+    );
+    const patch = (body: string, version: number) =>
+      testApp
+        .http()
+        .patch(`/plants/${id}`)
+        .set('Authorization', `Bearer ${token}`)
+        .set('Content-Type', 'application/json')
+        .set('If-Match', `"${version}"`)
+        .send(body);
+    await patch('{"name":"Grown Fig"}', 1).expect(200);
+    // refused changes write no event
+    await patch('{"name":"Stale Fig"}', 1).expect(412);
+    await patch('{"tag":null}', 2).expect(200);
+
+    const sent = await changes.waitFor(2);
+    expect(
+      sent.map((webhook) => webhook.headers['webhook-event-type']),
+    ).toEqual(['plant.updated', 'plant.updated']);
+    expect(sent.map((webhook) => webhook.body).sort()).toEqual(
+      [
+        `{"id":${id},"name":"Grown Fig","tag":"indoor"}`,
+        `{"id":${id},"name":"Grown Fig"}`,
+      ].sort(),
+    );
+    expect(() =>
+      new Webhook(secret).verify(sent[0].body, {
+        'webhook-id': String(sent[0].headers['webhook-id']),
+        'webhook-timestamp': String(sent[0].headers['webhook-timestamp']),
+        'webhook-signature': String(sent[0].headers['webhook-signature']),
+      }),
+    ).not.toThrow();
+    await additions.waitFor(1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(changes.received).toHaveLength(2);
+    expect(additions.received).toHaveLength(1);
+  });
+
   it('keeps no event that no consumer wants', async () => {
     const events = () =>
       testApp.app.get(DataSource).getRepository(OutboxEvent).count();

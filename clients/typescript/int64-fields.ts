@@ -9,5 +9,8 @@ export const INT64_FIELDS: Readonly<Record<string, readonly string[]>> = {
   ],
   "GET /plants/{id} 200": [
     ".id"
+  ],
+  "PATCH /plants/{id} 200": [
+    ".id"
   ]
 };

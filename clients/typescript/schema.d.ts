@@ -33,7 +33,8 @@ export interface paths {
         delete: operations["deletePlant"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Changes the plant with this id, if it is still at the version If-Match names */
+        patch: operations["updatePlant"];
         trace?: never;
     };
     "/health/live": {
@@ -165,6 +166,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "plant.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A plant was changed
+         * @description Sent after a plant is changed (`PATCH /plants/{id}`), with the plant as it is now. Its body has the shape of plant.added: the `webhook-event-type` header tells them apart. Sent to every subscription that receives plant.updated (`POST /webhooks/subscriptions`, or `node dist/cli.js webhooks add`), following the Standard Webhooks specification. Any 2xx answer acknowledges it; anything else is retried with exponential backoff.
+         */
+        post: operations["plantUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -217,6 +238,18 @@ export interface components {
              */
             tag?: string;
         };
+        PlantChanges: {
+            /**
+             * @description The name of the plant
+             * @example Monstera adansonii
+             */
+            name?: string;
+            /**
+             * @description Tag that specifies the type of plant; null removes it
+             * @example climbing
+             */
+            tag?: string | null;
+        };
         HealthStatus: {
             /**
              * @description Always "ok" in a 200 answer
@@ -247,7 +280,7 @@ export interface components {
              * @example plant.added
              * @enum {string}
              */
-            eventType: "plant.added" | "plant.deleted";
+            eventType: "plant.added" | "plant.deleted" | "plant.updated";
             /**
              * @description pending until a 2xx answer (delivered), the end of the retry window (failed) or the subscription's removal (cancelled)
              * @example pending
@@ -305,7 +338,7 @@ export interface components {
              *       "plant.added"
              *     ]
              */
-            events?: ("plant.added" | "plant.deleted")[];
+            events?: ("plant.added" | "plant.deleted" | "plant.updated")[];
         };
         NewWebhookSubscriptionCreated: {
             /**
@@ -326,7 +359,7 @@ export interface components {
              *       "plant.added"
              *     ]
              */
-            events?: ("plant.added" | "plant.deleted")[];
+            events?: ("plant.added" | "plant.deleted" | "plant.updated")[];
             /**
              * Format: int32
              * @description How many attempts its receiver failed in a row, across deliveries; absent while it succeeds
@@ -372,7 +405,7 @@ export interface components {
              *       "plant.added"
              *     ]
              */
-            events?: ("plant.added" | "plant.deleted")[];
+            events?: ("plant.added" | "plant.deleted" | "plant.updated")[];
             /**
              * Format: int32
              * @description How many attempts its receiver failed in a row, across deliveries; absent while it succeeds
@@ -648,7 +681,10 @@ export interface operations {
     findPlantById: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the plant as you last read it: if it is still at that version, 304 and no body */
+                "If-None-Match"?: string;
+            };
             path: {
                 /** @description Identification number of the plant */
                 id: bigint;
@@ -660,6 +696,8 @@ export interface operations {
             /** @description plant response */
             200: {
                 headers: {
+                    /** @description The version of the resource in this answer: send it in `If-Match` to change it, or in `If-None-Match` to read it again only if it changed */
+                    ETag?: string;
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -669,6 +707,16 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Plant"];
                 };
+            };
+            /** @description The plant is still at the version `If-None-Match` names */
+            304: {
+                headers: {
+                    /** @description The version of the resource in this answer: send it in `If-Match` to change it, or in `If-None-Match` to read it again only if it changed */
+                    ETag?: string;
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
             400: {
@@ -823,6 +871,158 @@ export interface operations {
             };
             /** @description no plant has this id */
             404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit hit (per token, or per client address without one); retry after Retry-After seconds */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A fault of the service itself; nothing internal is shown, and it is logged with its request id */
+            500: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable or too busy, or the service is shutting down; try again (busy: after Retry-After seconds, nothing was changed) */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePlant: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The ETag of the plant as you last read it: the change applies only to that version */
+                "If-Match": string;
+            };
+            path: {
+                /** @description Identification number of the plant */
+                id: bigint;
+            };
+            cookie?: never;
+        };
+        /** @description The fields to change: a field left out is kept, a tag of null is removed */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlantChanges"];
+            };
+        };
+        responses: {
+            /** @description plant response: the plant as changed */
+            200: {
+                headers: {
+                    /** @description The version of the resource in this answer: send it in `If-Match` to change it, or in `If-None-Match` to read it again only if it changed */
+                    ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Plant"];
+                };
+            };
+            /** @description unexpected error: the request is not one this operation takes, and nothing was changed; `message` says what is wrong and where */
+            400: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No bearer token, or an unknown, revoked or expired one */
+            401: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope plants:write */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no plant has this id */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plant has changed since that version, and nothing was changed; `ETag` is its version now */
+            412: {
+                headers: {
+                    /** @description The version of the resource in this answer: send it in `If-Match` to change it, or in `If-None-Match` to read it again only if it changed */
+                    ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No `If-Match`, and nothing was changed */
+            428: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -1587,6 +1787,38 @@ export interface operations {
             cookie?: never;
         };
         /** @description The plant that was deleted, with its exact id */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPlant"];
+            };
+        };
+        responses: {
+            /** @description Return a 200 status to indicate that the data was received successfully */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    plantUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery id, the same on every retry: use it to drop duplicates */
+                "webhook-id": string;
+                /** @description Seconds since the Unix epoch when this attempt was signed */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the subscription's `whsec_` secret (Standard Webhooks) */
+                "webhook-signature": string;
+                /** @description The event type, always `plant.updated` here. The body does not say it, and the signature does not cover it: see the webhook-id. */
+                "webhook-event-type": "plant.updated";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The plant as changed, with its exact id */
         requestBody: {
             content: {
                 "application/json": components["schemas"]["NewPlant"];

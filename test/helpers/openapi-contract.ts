@@ -68,7 +68,8 @@ type Bound = (typeof BOUNDS)[number];
 
 export interface NormalizedSchema
   extends Partial<Record<Bound, string | number | bigint>> {
-  type?: string;
+  /** one type, or OpenAPI 3.1's list of them (`[string, 'null']`), sorted */
+  type?: string | string[];
   format?: string;
   enum?: unknown[];
   /** `x-enum-may-grow`: each module's event adds a value to the reference's */
@@ -110,6 +111,7 @@ export function normalizeSchema(
     : [];
   const own: NormalizedSchema = {};
   if (typeof node.type === 'string') own.type = node.type;
+  if (Array.isArray(node.type)) own.type = (node.type as string[]).toSorted();
   if (typeof node.format === 'string') own.format = node.format;
   if (Array.isArray(node.enum)) own.enum = node.enum;
   if (node['x-enum-may-grow'] === true) own.enumMayGrow = true;
@@ -139,8 +141,10 @@ function mergeSchemas(
   b: NormalizedSchema,
 ): NormalizedSchema {
   const merged: NormalizedSchema = { ...a, ...b };
-  if (a.type && b.type && a.type !== b.type)
-    throw new Error(`allOf mixes types ${a.type} and ${b.type}`);
+  if (a.type && b.type && String(a.type) !== String(b.type))
+    throw new Error(
+      `allOf mixes types ${String(a.type)} and ${String(b.type)}`,
+    );
   const required = [
     ...new Set([...(a.required ?? []), ...(b.required ?? [])]),
   ].sort();
@@ -167,9 +171,12 @@ export function compareSchemas(
 ): string[] {
   const differences: string[] = [];
   for (const key of ['type', 'format'] as const) {
-    if (reference[key] !== generated[key]) {
+    const [wanted, found] = [reference[key], generated[key]].map((value) =>
+      value === undefined ? undefined : String(value),
+    );
+    if (wanted !== found) {
       differences.push(
-        `${where}: ${key} is ${generated[key] ?? 'not set'} in the generated document, ${reference[key] ?? 'not set'} in the reference`,
+        `${where}: ${key} is ${found ?? 'not set'} in the generated document, ${wanted ?? 'not set'} in the reference`,
       );
     }
   }

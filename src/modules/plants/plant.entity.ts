@@ -1,5 +1,8 @@
 import { Column, Entity, Index } from 'typeorm';
-import { Int64PrimaryColumn } from '../../platform/database/columns';
+import {
+  Int64PrimaryColumn,
+  VersionNumberColumn,
+} from '../../platform/database/columns';
 
 // Keyset pages filtered by tag scan one of these, from the cursor on: a tag shorter than
 // TAG_PREFIX_LENGTH characters is its own entry in the index on the first TAG_PREFIX_LENGTH
@@ -19,4 +22,11 @@ export class Plant {
 
   @Column({ type: 'text', nullable: true })
   tag!: string | null;
+
+  /**
+   * 1 when added, one more at each change: its ETag, never in its body, which is the
+   * specification's Plant (docs/decisions.md, "Updates").
+   */
+  @VersionNumberColumn({ default: 1 })
+  version: number = 1;
 }

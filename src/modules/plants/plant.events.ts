@@ -2,8 +2,8 @@ import type { EventDefinition } from '../../platform/events/event-definition';
 import { CreatePlantDto } from './dto/create-plant.dto';
 
 /**
- * Declared in PlantsModule; written by the plants table's triggers (the EventOutbox
- * migrations), not by EventPublisher. The body is the plant.
+ * Declared in PlantsModule; written by the plants table's triggers (the EventOutbox and
+ * PlantVersions migrations), not by EventPublisher. The body is the plant.
  */
 export const PLANT_ADDED: EventDefinition<CreatePlantDto> = {
   type: 'plant.added',
@@ -28,4 +28,19 @@ export const PLANT_DELETED: EventDefinition<CreatePlantDto> = {
   payloadDescription: 'The plant that was deleted, with its exact id',
 };
 
-export const PLANT_EVENTS: EventDefinition[] = [PLANT_ADDED, PLANT_DELETED];
+export const PLANT_UPDATED: EventDefinition<CreatePlantDto> = {
+  type: 'plant.updated',
+  webhookName: 'plant.updated',
+  operationId: 'plantUpdated',
+  summary: 'A plant was changed',
+  description:
+    'Sent after a plant is changed (`PATCH /plants/{id}`), with the plant as it is now. Its body has the shape of plant.added: the `webhook-event-type` header tells them apart.',
+  payload: CreatePlantDto,
+  payloadDescription: 'The plant as changed, with its exact id',
+};
+
+export const PLANT_EVENTS: EventDefinition[] = [
+  PLANT_ADDED,
+  PLANT_DELETED,
+  PLANT_UPDATED,
+];

@@ -3,9 +3,11 @@ import {
   Controller,
   Delete,
   Get,
+  Headers,
   HttpCode,
   HttpStatus,
   Inject,
+  Patch,
   Post,
   Query,
   Req,
@@ -24,20 +26,30 @@ import {
 import type { Request, Response } from 'express';
 import { RequireScopes } from '../../platform/auth/decorators/require-scopes.decorator';
 import { Idempotent } from '../../platform/idempotency/idempotent.decorator';
+import { etagOf, versionsOf } from '../../platform/common/concurrency/versions';
+import {
+  ApiIfMatch,
+  ApiIfNoneMatch,
+  ETAG_HEADER,
+} from '../../platform/common/concurrency/versions-openapi';
 import { ErrorBody } from '../../platform/common/errors/error-body.dto';
 import { errorExamples } from '../../platform/common/errors/error-examples';
 import { INT64_RANGE_MESSAGE } from '../../platform/common/json/int64';
-import type { JsonText } from '../../platform/common/json/lossless-json';
+import { JsonText } from '../../platform/common/json/lossless-json';
 import { publicBaseUrlOf } from '../../platform/http/public-base-url';
 import { Int64Param } from '../../platform/common/validation/int64.decorators';
 import { appConfig, type AppConfig } from '../../platform/config/app.config';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { ListPlantsQueryDto, MAX_PAGE_SIZE } from './dto/list-plants-query.dto';
 import { EXAMPLE_PLANT_ID, PlantDto } from './dto/plant.dto';
+import { NOTHING_TO_CHANGE, UpdatePlantDto } from './dto/update-plant.dto';
 import type { Plant } from './plant.entity';
-import { PlantsService } from './plants.service';
+import { plantJson, PlantsService } from './plants.service';
 
 const PLANT_ID = 'Identification number of the plant';
+
+/** A plant's answer: the specification's Plant, its version left to the ETag header. */
+const answerOf = (plant: Plant) => new JsonText(plantJson(plant));
 
 /**
  * The spec's words for the 400 of every plant operation, kept as the reference has them, and
@@ -144,8 +156,8 @@ export class PlantsController {
     required: true,
   })
   @ApiOkResponse({ description: 'plant response', type: PlantDto })
-  create(@Body() newPlant: CreatePlantDto): Promise<Plant> {
-    return this.plantsService.create(newPlant);
+  async create(@Body() newPlant: CreatePlantDto): Promise<JsonText> {
+    return answerOf(await this.plantsService.create(newPlant));
   }
 
   @Get(':id')
@@ -154,11 +166,66 @@ export class PlantsController {
     operationId: 'findPlantById',
     summary: 'Returns the plant with this id',
   })
-  @ApiOkResponse({ description: 'plant response', type: PlantDto })
+  @ApiOkResponse({
+    description: 'plant response',
+    type: PlantDto,
+    headers: ETAG_HEADER,
+  })
+  @ApiIfNoneMatch('plant')
   @badRequest(BAD_PATH_ID)
   @NO_SUCH_PLANT
-  findOne(@Int64Param('id', PLANT_ID) id: bigint): Promise<Plant> {
-    return this.plantsService.findOne(id);
+  async findOne(
+    @Int64Param('id', PLANT_ID) id: bigint,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<JsonText> {
+    const plant = await this.plantsService.findOne(id);
+    // express answers 304 itself when If-None-Match names this ETag
+    response.setHeader('ETag', etagOf(plant.version));
+    return answerOf(plant);
+  }
+
+  @Patch(':id')
+  @RequireScopes('plants:write')
+  @ApiOperation({
+    operationId: 'updatePlant',
+    summary:
+      'Changes the plant with this id, if it is still at the version If-Match names',
+  })
+  @ApiBody({
+    description:
+      'The fields to change: a field left out is kept, a tag of null is removed',
+    type: UpdatePlantDto,
+    required: true,
+    examples: {
+      rename: { summary: 'A new name', value: { name: 'Monstera adansonii' } },
+      untag: { summary: 'No tag any more', value: { tag: null } },
+    },
+  })
+  @ApiOkResponse({
+    description: 'plant response: the plant as changed',
+    type: PlantDto,
+    headers: ETAG_HEADER,
+  })
+  @ApiIfMatch('plant')
+  @badRequest({
+    ...BAD_PATH_ID,
+    'Nothing to change': NOTHING_TO_CHANGE,
+    'Null name': 'name must not be null: leave it out to keep the name',
+  })
+  @NO_SUCH_PLANT
+  async update(
+    @Int64Param('id', PLANT_ID) id: bigint,
+    @Body() changes: UpdatePlantDto,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Res({ passthrough: true }) response: Response,
+  ): Promise<JsonText> {
+    const plant = await this.plantsService.update(
+      id,
+      versionsOf(ifMatch, 'plant'),
+      changes,
+    );
+    response.setHeader('ETag', etagOf(plant.version));
+    return answerOf(plant);
   }
 
   @Delete(':id')

@@ -110,6 +110,37 @@ describe('PlantsRepository', () => {
     );
   });
 
+  it('changes the fields given, from a version named, and counts the version up', async () => {
+    const renamed = await repository.update(1n, [1], { name: 'Fern' });
+    expect(renamed).toEqual(
+      Object.assign(plant(1n, 'Fern', 'fern'), { version: 2 }),
+    );
+    const untagged = await repository.update(1n, [5, 2], { tag: null });
+    expect(untagged).toEqual(
+      Object.assign(plant(1n, 'Fern', null), { version: 3 }),
+    );
+    const both = await repository.update(INT64_MAX, [1], {
+      name: 'Top',
+      tag: 'moss',
+    });
+    expect(both).toEqual(
+      Object.assign(plant(INT64_MAX, 'Top', 'moss'), { version: 2 }),
+    );
+    expect(await repository.findById(1n)).toEqual(untagged);
+    // the other plants are left as they were
+    expect(await repository.findById(3n)).toEqual(plant(3n, 'plant 3', 'fern'));
+  });
+
+  it('changes nothing from a version the plant has passed, or of a plant nobody has', async () => {
+    await repository.update(1n, [1], { name: 'Fern' });
+    expect(await repository.update(1n, [1], { name: 'Stale' })).toBeUndefined();
+    expect(await repository.update(9n, [1], { name: 'Ghost' })).toBeUndefined();
+    expect(await repository.findById(1n)).toEqual(
+      Object.assign(plant(1n, 'Fern', 'fern'), { version: 2 }),
+    );
+    expect(await repository.findById(9n)).toBeUndefined();
+  });
+
   it('deletes once, and says whether it did', async () => {
     expect(await repository.deleteById(3n)).toBe(true);
     expect(await repository.deleteById(3n)).toBe(false);

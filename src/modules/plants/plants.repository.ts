@@ -14,7 +14,12 @@ export interface PlantPageQuery {
  * A plant's row as the driver reads it, for a page written straight to JSON: its id a bigint on
  * SQLite and its decimal digits on PostgreSQL, which JSON writes alike.
  */
-export type PlantRow = Omit<Plant, 'id'> & { id: bigint | string };
+export type PlantRow = Pick<Plant, 'name' | 'tag'> & { id: bigint | string };
+
+/** What a change may set: a name, and a tag or none (null). */
+export type PlantChanges = Partial<Pick<Plant, 'name' | 'tag'>>;
+
+const PLANT_CHANGE_FIELDS = ['name', 'tag'] as const;
 
 /** The tag's characters that the prefix index holds (IDX_plants_tag_prefix_id). */
 export const TAG_PREFIX_LENGTH = 256;
@@ -96,11 +101,13 @@ export class PlantsRepository {
   private readonly find: string;
   private readonly delete: string;
   private readonly pages: ReturnType<typeof pageStatements>;
+  /** The conditional change of each set of fields and count of versions (`name,tag/2`). */
+  private readonly changes = new Map<string, string>();
 
   constructor(@InjectDataSource() dataSource: DataSource) {
     this.sql = new EntitySql(dataSource, Plant);
     const $ = this.sql.parameter;
-    this.find = `SELECT id, name, tag FROM plants WHERE id = ${$(1)}`;
+    this.find = `SELECT ${this.sql.columns} FROM plants WHERE id = ${$(1)}`;
     this.delete = `DELETE FROM plants WHERE id = ${$(1)}`;
     this.pages = pageStatements(
       $,
@@ -144,6 +151,38 @@ export class PlantsRepository {
     return after === undefined
       ? [this.pages.tagged, [tag, tag, limit]]
       : [this.pages.taggedAfter, [tag, tag, after, limit]];
+  }
+
+  /**
+   * Sets `fields` of the plant and counts its version up, if it is at one of `versions`, in
+   * one statement: of concurrent changes from one version, one applies. The plant as changed,
+   * or undefined when it was at no such version or is not there.
+   */
+  async update(
+    id: bigint,
+    versions: number[],
+    fields: PlantChanges,
+  ): Promise<Plant | undefined> {
+    const names = PLANT_CHANGE_FIELDS.filter((name) => name in fields);
+    const key = `${names.join(',')}/${versions.length}`;
+    let statement = this.changes.get(key);
+    if (statement === undefined) {
+      const $ = this.sql.parameter;
+      const sets = names.map((name, index) => `${name} = ${$(index + 2)}`);
+      const versionList = versions
+        .map((_version, index) => $(names.length + index + 2))
+        .join(', ');
+      statement =
+        `UPDATE plants SET ${[...sets, 'version = version + 1'].join(', ')} ` +
+        `WHERE id = ${$(1)} AND version IN (${versionList}) RETURNING ${this.sql.columns}`;
+      this.changes.set(key, statement);
+    }
+    const [changed] = await this.sql.change(statement, [
+      id,
+      ...names.map((name) => fields[name]),
+      ...versions,
+    ]);
+    return changed;
   }
 
   /** @returns whether a plant was deleted */

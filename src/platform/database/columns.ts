@@ -55,10 +55,15 @@ export function SmallIntegerColumn(
 
 /**
  * A resource's version (docs/decisions.md, "Updates"): 1 when inserted, one more at each
- * `update()` of TypeORM's, which also checks it when the criteria name it, as a number.
+ * `update()` of TypeORM's, which also checks it when the criteria name it, as a number. A
+ * column added to a table that already has rows takes `{ default: 1 }`, so that the release
+ * before, which inserts without it, still can.
  */
-export function VersionNumberColumn(): PropertyDecorator {
+export function VersionNumberColumn(
+  options: Pick<ColumnOptions, 'default'> = {},
+): PropertyDecorator {
   return VersionColumn({
+    ...options,
     type: 'integer',
     transformer: smallIntegerTransformer,
   });

@@ -156,6 +156,12 @@ export class EntitySql<Entity extends ObjectLiteral> {
     return (await this.select(sql, parameters))[0];
   }
 
+  /** Runs an UPDATE or DELETE with RETURNING; resolves to the rows it changed, as entities. */
+  async change(sql: string, parameters: unknown[]): Promise<Entity[]> {
+    const { records } = await this.write(sql, parameters);
+    return records.map((row) => this.hydrate(row as Record<string, unknown>));
+  }
+
   /** Runs an INSERT, UPDATE or DELETE; resolves to the number of rows it changed. */
   async execute(sql: string, parameters: unknown[]): Promise<number> {
     return (await this.write(sql, parameters)).affected ?? 0;

@@ -5,8 +5,8 @@ export interface EventTrigger {
   /** The event type, such as `plant.added`. */
   type: string;
   table: string;
-  /** INSERT publishes the new row, DELETE the row as it was. */
-  on: 'INSERT' | 'DELETE';
+  /** INSERT and UPDATE publish the row as it is now, DELETE the row as it was. */
+  on: 'INSERT' | 'UPDATE' | 'DELETE';
   /** The payload's fields in order, each a JSON key and the column it is read from. */
   fields: Record<string, string>;
 }
@@ -24,7 +24,7 @@ export function triggerName({
 
 /** `'key', NEW."column", ...` for json_object / json_build_object. */
 function payloadArguments({ on, fields }: EventTrigger): string {
-  const row = on === 'INSERT' ? 'NEW' : 'OLD';
+  const row = on === 'DELETE' ? 'OLD' : 'NEW';
   return Object.entries(fields)
     .map(([key, column]) => `${literal(key)}, ${row}.${quote(column)}`)
     .join(', ');
