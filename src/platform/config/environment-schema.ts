@@ -5,9 +5,7 @@ import {
   choice,
   duration,
   httpUrl,
-  identityProviderUrl,
   integer,
-  jwtAlgorithms,
   type Kind,
   origins,
   redisUrl,
@@ -203,46 +201,6 @@ export const ENVIRONMENT_SCHEMA = z.object({
     boolean,
     'true',
     'PostgreSQL: run statements with parameters as named (prepared) ones, parsed once per connection; false behind a pooler in transaction mode that does not keep them (PgBouncer before 1.21)',
-  ),
-  OIDC_ISSUER: variable(
-    identityProviderUrl,
-    undefined,
-    "Accept your identity provider's access tokens (JWTs) beside the service's own: its issuer URL, exactly as the tokens' iss; unset, only the service's tokens",
-  ),
-  OIDC_AUDIENCE: variable(
-    text,
-    undefined,
-    "With OIDC_ISSUER, required: the audience an access token must name in its aud, this service's identifier at the identity provider",
-  ),
-  OIDC_JWKS_URL: variable(
-    identityProviderUrl,
-    undefined,
-    "Where the issuer's signing keys are; unset, the jwks_uri of <OIDC_ISSUER>/.well-known/openid-configuration",
-  ),
-  OIDC_ALGORITHMS: variable(
-    jwtAlgorithms,
-    'RS256,ES256,PS256,EdDSA',
-    'The signature algorithms an access token may use; public-key ones only',
-  ),
-  OIDC_CLOCK_TOLERANCE: variable(
-    duration({ zero: true }),
-    '30s',
-    "How far an access token's exp, nbf and iat may be off this machine's clock",
-  ),
-  OIDC_SCOPE_CLAIM: variable(
-    text,
-    undefined,
-    'The claim that holds the scopes, a space-separated string or an array; unset, scope, else scp',
-  ),
-  OIDC_JWKS_COOLDOWN: variable(
-    duration(),
-    '5s',
-    "The least time between two fetches of the issuer's keys: tokens with unknown key ids fetch them at most this often, waiting up to 5 s for the next fetch",
-  ),
-  OIDC_JWKS_MAX_AGE: variable(
-    duration(),
-    '10m',
-    "The issuer's keys are fetched again once this old, so that a key it dropped stops working",
   ),
 });
 

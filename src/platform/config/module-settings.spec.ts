@@ -1,6 +1,7 @@
 import { ConfigModule, type ConfigType } from '@nestjs/config';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import { z } from 'zod';
 import {
   ConfigError,
   parseEnvironment,
@@ -58,6 +59,22 @@ const kindSettings = defineSettings('fixture-kinds', {
     example: 'fast',
     description: 'How it works',
   }),
+  FIXTURE_KINDS_GRACE: setting.duration({
+    zero: true,
+    default: '30s',
+    example: '0s',
+    description: 'How late is still on time; 0s for never',
+  }),
+  FIXTURE_KINDS_ODD: setting.of(
+    {
+      schema: z
+        .string()
+        .regex(/^\d*[13579]$/)
+        .transform(Number),
+      must: 'an odd number',
+    },
+    { example: '3', description: 'A kind of the module’s own' },
+  ),
 });
 
 describe('module settings (defineSettings)', () => {
@@ -85,6 +102,8 @@ describe('module settings (defineSettings)', () => {
       FIXTURE_KINDS_ON: 'true',
       FIXTURE_KINDS_URL: 'https://receiver.example/reports/',
       FIXTURE_KINDS_MODE: 'fast',
+      FIXTURE_KINDS_GRACE: '0s',
+      FIXTURE_KINDS_ODD: '7',
     };
     let read: ReturnType<typeof kindSettings>;
     try {
@@ -97,25 +116,37 @@ describe('module settings (defineSettings)', () => {
       label: read.FIXTURE_KINDS_LABEL,
       url: read.FIXTURE_KINDS_URL,
       mode: read.FIXTURE_KINDS_MODE,
+      grace: read.FIXTURE_KINDS_GRACE,
+      odd: read.FIXTURE_KINDS_ODD,
     }).toEqual({
       on: true,
       label: undefined,
       url: 'https://receiver.example/reports',
       mode: 'fast',
+      grace: 0,
+      odd: 7,
     });
+    expect(parseEnvironment({}).FIXTURE_KINDS_GRACE).toBe(30_000);
     expect(() =>
       parseEnvironment({
         FIXTURE_KINDS_ON: 'yes',
         FIXTURE_KINDS_URL: 'ftp://user:hunter2@files.example',
         FIXTURE_KINDS_MODE: 'slow',
+        FIXTURE_KINDS_GRACE: '-1s',
+        FIXTURE_KINDS_ODD: '4',
+        FIXTURE_CARE_INTERVAL: '0s',
       }),
     ).toThrow(
       new ConfigError(
         [
+          // zero only where the setting says so
+          'FIXTURE_CARE_INTERVAL must be a positive duration such as 500ms, 10s, 5m, 24h or 2d, got "0s"',
           'FIXTURE_KINDS_ON must be true or false, got "yes"',
           // a secret's credentials are hidden
           'FIXTURE_KINDS_URL must be an absolute http or https URL, got "ftp://***@files.example"',
           'FIXTURE_KINDS_MODE must be one of fast, careful, got "slow"',
+          'FIXTURE_KINDS_GRACE must be a duration such as 500ms, 10s, 5m, 24h or 2d, got "-1s"',
+          'FIXTURE_KINDS_ODD must be an odd number, got "4"',
         ].join('\n'),
       ),
     );

@@ -31,9 +31,12 @@ function declared<T>(
 
 /** The kinds of a module's settings, read and checked as the service's own are. */
 export const setting = {
-  /** `500ms`, `30s`, `5m`, `1h`, `2d`, as milliseconds. */
-  duration: (options: SettingOptions): Setting<number> =>
-    declared(SETTING_KINDS.duration(), options),
+  /** `500ms`, `30s`, `5m`, `1h`, `2d`, as milliseconds; `0s` too with `zero: true`. */
+  duration: ({
+    zero,
+    ...options
+  }: SettingOptions & { zero?: boolean }): Setting<number> =>
+    declared(SETTING_KINDS.duration({ zero }), options),
   /** Digits only, within bounds. */
   integer: (min: number, max: number, options: SettingOptions) =>
     declared(SETTING_KINDS.integer(min, max), options),
@@ -50,6 +53,12 @@ export const setting = {
     choices: T,
     options: SettingOptions,
   ): Setting<T[number]> => declared(SETTING_KINDS.choice(choices), options),
+  /**
+   * A kind of the module's own, or one of setting-kinds.ts that only it reads (an identity
+   * provider's URL, say): its schema and the sentence that says what it must be.
+   */
+  of: <T>(kind: Kind<T>, options: SettingOptions): Setting<T> =>
+    declared(kind, options),
 };
 
 /** A module's settings as its providers get them: each read, by its name. */

@@ -1,13 +1,20 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENVIRONMENT_SCHEMA } from './environment-schema';
 import { metaOf, moduleSettingNames } from './environment';
 
-/** A module's folder under src: a part of the platform, beside this one, or a product module. */
+/**
+ * A module's folder under src: a part of the platform, beside this one or within one
+ * (`platform/auth/oidc`), or a product module.
+ */
 function folderOf(module: string): string {
-  return existsSync(join(__dirname, '..', module))
-    ? `platform/${module}`
-    : `modules/${module}`;
+  const platform = join(__dirname, '..');
+  if (existsSync(join(platform, module))) return `platform/${module}`;
+  const within = readdirSync(platform, { withFileTypes: true }).find(
+    (part) =>
+      part.isDirectory() && existsSync(join(platform, part.name, module)),
+  );
+  return within ? `platform/${within.name}/${module}` : `modules/${module}`;
 }
 
 /**
