@@ -17,7 +17,7 @@ import {
 } from './platform/config/environment';
 import { packageVersion } from './platform/config/package-version';
 import { StartupError } from './platform/common/errors/startup-error';
-import { ShutdownGate } from './platform/http/shutdown-gate';
+import { ShutdownGateService } from './platform/http/shutdown-gate.service';
 import { MetricsServer } from './platform/metrics/metrics-server';
 import { tracing } from './platform/tracing/tracing';
 import {
@@ -117,7 +117,7 @@ async function bootstrap(
     if (stopping) return;
     stopping = true;
     app
-      .get(ShutdownGate)
+      .get(ShutdownGateService)
       .close(app, {
         delayMs: config.shutdownDelayMs,
         graceMs: config.shutdownGracePeriodMs,

@@ -4,7 +4,7 @@ import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { RequestAdmission } from './platform/auth/request-admission';
+import { RequestAdmissionService } from './platform/auth/request-admission.service';
 import { HEALTH_PROBE_PATHS } from './platform/health/health-probes';
 import { HardenedExpressAdapter } from './platform/http/hardened-express.adapter';
 import { securityHeaders } from './platform/http/security-headers';
@@ -12,8 +12,8 @@ import {
   middlewareSequence,
   type Middleware,
 } from './platform/http/middleware-sequence';
-import { StoreFence } from './platform/database/store-fence';
-import { ShutdownGate } from './platform/http/shutdown-gate';
+import { StoreFenceService } from './platform/database/store-fence.service';
+import { ShutdownGateService } from './platform/http/shutdown-gate.service';
 import {
   createRequestLogger,
   createRootLogger,
@@ -68,7 +68,7 @@ export async function createApp({
       page: OPENAPI_PATHS.page,
       documents: [OPENAPI_PATHS.json, OPENAPI_PATHS.yaml],
     }),
-    app.get(ShutdownGate).refuseWhileClosing,
+    app.get(ShutdownGateService).refuseWhileClosing,
     createRequestLogger(logger, HEALTH_PROBE_PATHS),
   );
   if (cors) {
@@ -100,10 +100,10 @@ export async function createApp({
     );
   }
   // every request but the health probes, before routing: 404s and the docs are limited too
-  front.push(app.get(RequestAdmission).admit);
+  front.push(app.get(RequestAdmissionService).admit);
   if (cors) front.push(answerPreflight);
-  // an admitted write, while the store moves to another database: 503 (store-fence.ts)
-  front.push(app.get(StoreFence).refuseWritesWhileMoving);
+  // an admitted write, while the store moves to another database: 503 (store-fence.service.ts)
+  front.push(app.get(StoreFenceService).refuseWritesWhileMoving);
   app.disable('x-powered-by');
   // who the client is (rate limits, blocks, logs) and how it reached us (links, the document)
   app.set('trust proxy', config.trustProxy);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RouteAccessCheck } from '../src/platform/auth/route-access.check';
+import { RouteAccessCheckService } from '../src/platform/auth/route-access-check.service';
 import { ScopeCatalogue } from '../src/platform/auth/scopes';
 import { IdentityProvider } from './helpers/identity-provider';
 import type { Doc } from './helpers/openapi-contract';
@@ -73,7 +73,7 @@ describe.each(['pst_ tokens', 'access tokens of an identity provider'])(
     });
 
     it('has no route without @Public() or @RequireScopes(...), and documents every route', () => {
-      const check = testApp.app.get(RouteAccessCheck);
+      const check = testApp.app.get(RouteAccessCheckService);
       expect(check.routesWithoutAccess()).toEqual([]);
       // every route is an operation of the document, so the calls below reach all of them
       expect(operations).toHaveLength(check.routes().length);

@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { SqlHandlerStore } from '../src/platform/events/event-handlers';
+import { SqlHandlerStore } from '../src/platform/events/event-handlers.service';
 import {
   startFixtureProcess,
   type FixtureProcess,
@@ -102,7 +102,10 @@ describe(`time that decides for others (${ENGINE})`, () => {
       }
       // the log is written every 250 ms (LOG_FLUSH_INTERVAL_MS): two ticks may come first
       const clockLines = await eventually(
-        () => ahead.lines().filter((line) => line.context === 'DatabaseClock'),
+        () =>
+          ahead
+            .lines()
+            .filter((line) => line.context === 'DatabaseClockService'),
         (lines) => lines.length > 0,
         testLimit(5_000),
       );

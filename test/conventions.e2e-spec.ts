@@ -273,3 +273,29 @@ describe('documents the code cites', () => {
     expect(offenders.map((file) => relative(ROOT, file))).toEqual([]);
   });
 });
+
+describe('names that say their role', () => {
+  // Nest's own suffixes, and agent nouns that say what the provider does
+  const ROLE =
+    /(Service|Controller|Guard|Pipe|Filter|Interceptor|Middleware|Repository|Store|Module|Publisher|Scheduler|Runner|Sender|Dispatcher|Limiter|Server)$/;
+
+  it('gives every injectable of src a name that ends in its role', () => {
+    const sources = readdirSync(join(ROOT, 'src'), {
+      recursive: true,
+      encoding: 'utf8',
+    }).filter((file) => file.endsWith('.ts') && !file.endsWith('.spec.ts'));
+    const injectables: string[] = [];
+    const unnamed: string[] = [];
+    for (const file of sources) {
+      const text = readFileSync(join(ROOT, 'src', file), 'utf8');
+      for (const [, name] of text.matchAll(
+        /@Injectable\([^)]*\)\s*export class (\w+)/g,
+      )) {
+        injectables.push(name);
+        if (!ROLE.test(name)) unnamed.push(`src/${file}: ${name}`);
+      }
+    }
+    expect(injectables.length).toBeGreaterThan(20);
+    expect(unnamed).toEqual([]);
+  });
+});

@@ -9,7 +9,7 @@ import { MetricsServer } from '../src/platform/metrics/metrics-server';
 import {
   SNAPSHOT_TTL_MS,
   SNAPSHOT_WAIT_MS,
-} from '../src/modules/webhooks/webhook-metrics';
+} from '../src/modules/webhooks/webhook-metrics.service';
 
 /**
  * A dependency that stops answering without refusing anything (a network partition) costs each

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { SqlHandlerStore } from '../src/platform/events/event-handlers';
+import { SqlHandlerStore } from '../src/platform/events/event-handlers.service';
 import { SkippedEventsService } from '../src/platform/events/skipped-events.service';
 import { PlantRemovals } from './fixtures/reactions/plant-removals';
 import { ReactionsFixtureModule } from './fixtures/reactions/reactions.module';
@@ -240,7 +240,8 @@ describe(`event handlers (${ENGINE})`, () => {
           instance
             .lines()
             .filter(
-              (line) => line.context === 'EventHandlers' && line.level >= 40,
+              (line) =>
+                line.context === 'EventHandlersService' && line.level >= 40,
             ),
         ).toEqual([]);
       }

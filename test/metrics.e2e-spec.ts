@@ -7,7 +7,7 @@ import {
 } from '../src/platform/metrics/metrics-server';
 import { JobScheduler } from '../src/platform/jobs/job-scheduler';
 import { WebhookDispatcher } from '../src/modules/webhooks/webhook-dispatcher.service';
-import { SNAPSHOT_TTL_MS } from '../src/modules/webhooks/webhook-metrics';
+import { SNAPSHOT_TTL_MS } from '../src/modules/webhooks/webhook-metrics.service';
 import {
   parsePrometheusText,
   promtoolCheck,

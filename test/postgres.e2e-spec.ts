@@ -4,7 +4,7 @@ import {
   BUSY_MESSAGE,
   BUSY_RETRY_AFTER_SECONDS,
 } from '../src/platform/common/filters/all-exceptions.filter';
-import { DatabaseAvailability } from '../src/platform/database/database-availability';
+import { DatabaseAvailabilityService } from '../src/platform/database/database-availability.service';
 import { SqlDeliveryStore } from '../src/modules/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';
 import {
@@ -423,7 +423,7 @@ describeWithPostgres('a pool whose every connection is held', () => {
       expect(create.body).toEqual({ error: 503, message: BUSY_MESSAGE });
       // readiness asks over a connection of its own
       await testApp.http().get('/health/ready').expect(200);
-      expect(testApp.app.get(DatabaseAvailability).answers).toBe(true);
+      expect(testApp.app.get(DatabaseAvailabilityService).answers).toBe(true);
 
       release();
       await Promise.all(holders);

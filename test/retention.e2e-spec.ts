@@ -13,7 +13,7 @@ import {
 import { WebhookDispatcher } from '../src/modules/webhooks/webhook-dispatcher.service';
 import { WebhookSubscription } from '../src/modules/webhooks/webhook-subscription.entity';
 import { EventHandlerState } from '../src/platform/events/event-handler.entity';
-import { HANDLER_RETIRED_AFTER_MS } from '../src/platform/events/event-handlers';
+import { HANDLER_RETIRED_AFTER_MS } from '../src/platform/events/event-handlers.service';
 import { startTestApp, type TestApp } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 

@@ -21,7 +21,7 @@ import {
   INTERNAL_ERROR_MESSAGE,
 } from '../platform/common/filters/all-exceptions.filter';
 import { tooManyConnectionsMessage } from '../platform/http/hardened-express.adapter';
-import { SHUTTING_DOWN_MESSAGE } from '../platform/http/shutdown-gate';
+import { SHUTTING_DOWN_MESSAGE } from '../platform/http/shutdown-gate.service';
 import {
   REJECTED_TOKENS,
   tooManyRequests,

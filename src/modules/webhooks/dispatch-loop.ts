@@ -17,7 +17,7 @@ export interface LoopOptions {
   onError: (error: unknown) => void;
   /**
    * While true, no poll claims or makes deliveries, and what is claimed ahead is given back:
-   * the store is moving (StoreFence).
+   * the store is moving (StoreFenceService).
    */
   fenced?: () => boolean;
 }

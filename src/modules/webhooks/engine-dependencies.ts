@@ -66,7 +66,7 @@ export interface EngineDependencies {
   random?: () => number;
   /** Aborted on shutdown: attempts under way stop, and no new one starts. */
   signal: AbortSignal;
-  /** While true, no attempt claimed ahead starts: the store is moving (StoreFence). */
+  /** While true, no attempt claimed ahead starts: the store is moving (StoreFenceService). */
   fenced?: () => boolean;
   /** Waits `ms`: a timer (the default), or the simulation's clock. */
   sleep?: (ms: number) => Promise<void>;

@@ -12,8 +12,8 @@ import {
 } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { EventHandlerState } from '../../platform/events/event-handler.entity';
-import { HANDLER_RETIRED_AFTER_MS } from '../../platform/events/event-handlers';
-import { STORED_TIME_SLACK_MS } from '../../platform/database/database-clock';
+import { HANDLER_RETIRED_AFTER_MS } from '../../platform/events/event-handlers.service';
+import { STORED_TIME_SLACK_MS } from '../../platform/database/database-clock.service';
 import { OutboxEvent } from '../../platform/events/outbox-event.entity';
 import { CLAIM_MARGIN_MS } from './lane-pace';
 import {

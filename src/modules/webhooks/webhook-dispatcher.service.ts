@@ -7,9 +7,9 @@ import {
 } from '@nestjs/common';
 import { setMaxListeners } from 'node:events';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
-import { DatabaseAvailability } from '../../platform/database/database-availability';
-import { DatabaseClock } from '../../platform/database/database-clock';
-import { StoreFence } from '../../platform/database/store-fence';
+import { DatabaseAvailabilityService } from '../../platform/database/database-availability.service';
+import { DatabaseClockService } from '../../platform/database/database-clock.service';
+import { StoreFenceService } from '../../platform/database/store-fence.service';
 import {
   isDatabaseBusy,
   isDatabaseUnavailable,
@@ -44,11 +44,11 @@ export class WebhookDispatcher
   constructor(
     store: SqlDeliveryStore,
     private readonly sender: WebhookSender,
-    private readonly database: DatabaseAvailability,
+    private readonly database: DatabaseAvailabilityService,
     @Inject(webhooksConfig.KEY) private readonly config: WebhooksConfig,
     private readonly metrics: Metrics,
-    clock: DatabaseClock,
-    fence: StoreFence,
+    clock: DatabaseClockService,
+    fence: StoreFenceService,
   ) {
     const fenced = () => !fence.writable;
     this.engine = new DeliveryEngine({

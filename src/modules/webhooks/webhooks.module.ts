@@ -4,7 +4,7 @@ import { RetentionService } from './retention.service';
 import { SqlDeliveryStore } from './sql-delivery-store';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookLagWatch } from './webhook-lag';
-import { WebhookMetrics } from './webhook-metrics';
+import { WebhookMetricsService } from './webhook-metrics.service';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSubscriptionsModule } from './webhook-subscriptions.module';
 import { webhooksConfig } from './webhooks.config';
@@ -24,7 +24,7 @@ import { webhooksConfig } from './webhooks.config';
     SqlDeliveryStore,
     WebhookDispatcher,
     RetentionService,
-    WebhookMetrics,
+    WebhookMetricsService,
     WebhookLagWatch,
   ],
 })

@@ -2,31 +2,31 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { RateLimitModule } from '../rate-limit/rate-limit.module';
 import { BearerGuard } from './bearer.guard';
-import { IdentityProviderTokens } from './oidc/identity-provider-tokens';
-import { RequestAdmission } from './request-admission';
-import { RouteAccessCheck } from './route-access.check';
+import { IdentityProviderTokensService } from './oidc/identity-provider-tokens.service';
+import { RequestAdmissionService } from './request-admission.service';
+import { RouteAccessCheckService } from './route-access-check.service';
 import { TokensModule } from './tokens.module';
 
 /**
- * Who a request is and whether it may come in: RequestAdmission proves tokens (the service's
- * own, and an identity provider's access tokens with IdentityProviderTokens) and applies the
+ * Who a request is and whether it may come in: RequestAdmissionService proves tokens (the service's
+ * own, and an identity provider's access tokens with IdentityProviderTokensService) and applies the
  * rate limits before routing (setup-app.ts), BearerGuard checks each route's access rule (the
- * global guard of app.module.ts), and RouteAccessCheck refuses to boot an app with a route
+ * global guard of app.module.ts), and RouteAccessCheckService refuses to boot an app with a route
  * that declares no access.
  */
 @Module({
   imports: [TokensModule, RateLimitModule, DiscoveryModule],
   providers: [
     BearerGuard,
-    RequestAdmission,
-    RouteAccessCheck,
-    IdentityProviderTokens,
+    RequestAdmissionService,
+    RouteAccessCheckService,
+    IdentityProviderTokensService,
   ],
   exports: [
     TokensModule,
     BearerGuard,
-    RequestAdmission,
-    IdentityProviderTokens,
+    RequestAdmissionService,
+    IdentityProviderTokensService,
   ],
 })
 export class AuthModule {}

@@ -8,7 +8,7 @@ import { BearerGuard } from './bearer.guard';
 import { absentTokenOf, bearerTokenOf } from './bearer-token';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
-import type { AdmittedRequest } from './request-admission';
+import type { AdmittedRequest } from './request-admission.service';
 import type { Scope } from './scopes';
 
 describe('BearerGuard', () => {
@@ -39,7 +39,7 @@ describe('BearerGuard', () => {
   });
 
   /**
-   * A request as RequestAdmission leaves it: `bearer` is the token it proved, null one it
+   * A request as RequestAdmissionService leaves it: `bearer` is the token it proved, null one it
    * rejected, undefined when it proved none (none presented, or admission did not run). Each
    * context is a route of its own unless one is given (the guard reads a route's metadata once).
    */

@@ -10,13 +10,13 @@ import { AUTH_MESSAGES, lacksScopesMessage } from './auth-messages';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
 import type { Unauthenticated } from './bearer';
-import type { AdmittedRequest } from './request-admission';
+import type { AdmittedRequest } from './request-admission.service';
 import type { Scope } from './scopes';
 import { Metrics } from '../metrics/metrics';
 
 const REALM = 'realm="plant-store"';
 
-/** A request RequestAdmission never saw is no better than one whose token it rejected. */
+/** A request RequestAdmissionService never saw is no better than one whose token it rejected. */
 const NOT_ADMITTED: Unauthenticated = {
   reason: 'rejected',
   message: AUTH_MESSAGES.rejectedToken,
@@ -30,8 +30,8 @@ interface RouteAccess {
 /**
  * Denies by default: every route needs a live bearer token unless marked @Public(), and the
  * token must hold the scopes of @RequireScopes(); a route that declares neither admits no
- * token at all (RouteAccessCheck stops such an app from booting). The token was proven, or
- * refused, by RequestAdmission before routing: the guard reads its verdict and never the
+ * token at all (RouteAccessCheckService stops such an app from booting). The token was proven, or
+ * refused, by RequestAdmissionService before routing: the guard reads its verdict and never the
  * header. Answers follow RFC 6750.
  */
 @Injectable()

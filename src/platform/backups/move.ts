@@ -5,7 +5,7 @@ import {
   describeDatabase,
   type DatabaseConfig,
 } from '../config/database.config';
-import { FENCE_POLL_MS } from '../database/store-fence';
+import { FENCE_POLL_MS } from '../database/store-fence.service';
 import { schemaVersion, type TableSummary } from './archive-format';
 import { BackupRefusal, openStore, storeEntries } from './backups';
 import { checkTarget, intoTarget, load, migrate } from './restore';
@@ -37,7 +37,7 @@ function sameDatabase(a: DatabaseConfig, b: DatabaseConfig): boolean {
  * Moves the store from `source` into the empty database `target` (docs/operations.md, "Moving
  * to PostgreSQL"), either engine to either:
  * 1. a move is recorded on the source: every instance there turns read-only within
- *    FENCE_POLL_MS (StoreFence), and stops taking jobs, handlers and deliveries;
+ *    FENCE_POLL_MS (StoreFenceService), and stops taking jobs, handlers and deliveries;
  * 2. once they have had time to look, and the deliveries and job ticks they had under way
  *    have ended, triggers make every write to the source fail (the fence), in one barrier
  *    transaction, so that not even an instance that did not look can write;

@@ -126,7 +126,9 @@ describe('module settings (defineSettings)', () => {
       grace: 0,
       odd: 7,
     });
-    expect(parseEnvironment({}).FIXTURE_KINDS_GRACE).toBe(30_000);
+    expect(
+      (parseEnvironment({}) as Record<string, unknown>).FIXTURE_KINDS_GRACE,
+    ).toBe(30_000);
     expect(() =>
       parseEnvironment({
         FIXTURE_KINDS_ON: 'yes',

@@ -59,7 +59,7 @@ export function gaveWayToLiveTraffic(error: unknown): boolean {
 /**
  * A statement named a table or column the database does not have: code running on a schema
  * that another release migrated past it (PostgreSQL's undefined_table 42P01 and
- * undefined_column 42703; SQLite's words for the same). SchemaCompatibility says which.
+ * undefined_column 42703; SQLite's words for the same). SchemaCompatibilityService says which.
  */
 export function isSchemaMismatch(error: unknown): boolean {
   const code = driverCodeOf(error);

@@ -16,12 +16,12 @@ import {
   createDataSourceOptions,
   ensureDatabaseFolder,
 } from './data-source-options';
-import { DatabaseAvailability } from './database-availability';
-import { DatabaseClock } from './database-clock';
-import { AutovacuumCheck } from './autovacuum-check';
-import { DatabaseMetrics } from './database-metrics';
-import { SchemaCompatibility } from './schema-compatibility';
-import { StoreFence } from './store-fence';
+import { DatabaseAvailabilityService } from './database-availability.service';
+import { DatabaseClockService } from './database-clock.service';
+import { AutovacuumCheckService } from './autovacuum-check.service';
+import { DatabaseMetricsService } from './database-metrics.service';
+import { SchemaCompatibilityService } from './schema-compatibility.service';
+import { StoreFenceService } from './store-fence.service';
 import { StoreMove } from './store-move.entity';
 import { type MigrationReporter } from './locked-migrations';
 import { PortableDataSource } from './portable-data-source';
@@ -71,7 +71,7 @@ function migrationLog(logger: Logger): MigrationReporter {
 
 /**
  * The one DataSource; each feature module brings its entities with TypeOrmModule.forFeature.
- * Global for DatabaseAvailability, which the exception filter and readiness share.
+ * Global for DatabaseAvailabilityService, which the exception filter and readiness share.
  *
  * Business rules run in transactions through @nestjs-cls/transactional: `@Transactional()` on
  * a service method, `TransactionHost` for its EntityManager. Its TypeORM adapter opens them
@@ -80,18 +80,18 @@ function migrationLog(logger: Logger): MigrationReporter {
 @Global()
 @Module({
   providers: [
-    DatabaseAvailability,
-    DatabaseClock,
-    DatabaseMetrics,
-    SchemaCompatibility,
-    AutovacuumCheck,
-    StoreFence,
+    DatabaseAvailabilityService,
+    DatabaseClockService,
+    DatabaseMetricsService,
+    SchemaCompatibilityService,
+    AutovacuumCheckService,
+    StoreFenceService,
   ],
   exports: [
-    DatabaseAvailability,
-    DatabaseClock,
-    SchemaCompatibility,
-    StoreFence,
+    DatabaseAvailabilityService,
+    DatabaseClockService,
+    SchemaCompatibilityService,
+    StoreFenceService,
   ],
   imports: [
     TypeOrmModule.forRootAsync({

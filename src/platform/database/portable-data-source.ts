@@ -116,7 +116,7 @@ export class PortableDataSource extends DataSource {
   }
 
   /**
-   * Wrapped around every statement while there are any (DatabaseMetrics times them, tracing
+   * Wrapped around every statement while there are any (DatabaseMetricsService times them, tracing
    * gives each a span); with none, a statement costs one array length more.
    */
   readonly statementWrappers: StatementWrapper[] = [];
@@ -126,7 +126,7 @@ export class PortableDataSource extends DataSource {
 
   /**
    * `listener` runs after each committed write: evidence that the database takes writes
-   * (DatabaseAvailability ends an outage of refused writes with it).
+   * (DatabaseAvailabilityService ends an outage of refused writes with it).
    */
   afterCommit(listener: () => void): void {
     this.commitListeners.push(listener);

@@ -3,7 +3,7 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 /**
  * A move of the store to another database (`node dist/cli.js move`, docs/operations.md,
  * "Moving to PostgreSQL"): while one has begun and not been abandoned, every instance on this
- * database refuses writes and runs no jobs, handlers or deliveries (StoreFence). Kept after the
+ * database refuses writes and runs no jobs, handlers or deliveries (StoreFenceService). Kept after the
  * move, so that an instance started on the old database later says where the store went.
  */
 @Entity('store_moves')

@@ -34,7 +34,7 @@ export interface EventHandlerOptions {
   firstRetry?: string | number;
 }
 
-/** What `EventHandler` declares, which EventHandlers finds the handlers by. */
+/** What `EventHandler` declares, which EventHandlersService finds the handlers by. */
 export interface EventHandlerDeclaration {
   name: string;
   events: readonly EventDefinition[];

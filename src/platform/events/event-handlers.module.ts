@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { EventHandlerState } from './event-handler.entity';
-import { EventHandlers } from './event-handlers';
+import { EventHandlersService } from './event-handlers.service';
 import { EventsModule } from './events.module';
 import { SkippedEventsModule } from './skipped-events.module';
 
@@ -17,6 +17,6 @@ import { SkippedEventsModule } from './skipped-events.module';
     TypeOrmModule.forFeature([EventHandlerState]),
     SkippedEventsModule,
   ],
-  providers: [EventHandlers],
+  providers: [EventHandlersService],
 })
 export class EventHandlersModule {}

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { parseLosslessJson } from '../common/json/lossless-json';
-import { STORED_TIME_SLACK_MS } from '../database/database-clock';
+import { STORED_TIME_SLACK_MS } from '../database/database-clock.service';
 import {
   isDatabaseBusy,
   isDatabaseUnavailable,
@@ -78,7 +78,7 @@ export function skippedWithinMs(retry: HandlerRetry): number {
  * events past its cursor, takes the lease, and handles them in order, each in a transaction
  * that also moves the cursor. An event that fails `retry.attempts` times is skipped: kept
  * aside for an operator (`events skipped`, `events retry`), and the events after it handled.
- * Its clock is the database's (DatabaseClock), its timers the process's own: the simulation
+ * Its clock is the database's (DatabaseClockService), its timers the process's own: the simulation
  * fakes both.
  */
 export class HandlerLoop {
@@ -94,10 +94,10 @@ export class HandlerLoop {
     private readonly instance: string,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-    /** The database's time (DatabaseClock), in ms since the epoch. */
+    /** The database's time (DatabaseClockService), in ms since the epoch. */
     private readonly now: () => number = Date.now,
     private readonly retry: HandlerRetry = DEFAULT_HANDLER_RETRY,
-    /** While true, nothing is handled: the store is moving (StoreFence). */
+    /** While true, nothing is handled: the store is moving (StoreFenceService). */
     private readonly fenced: () => boolean = () => false,
   ) {}
 

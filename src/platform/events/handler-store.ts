@@ -19,7 +19,7 @@ export interface LoggedEvent {
 
 /**
  * What a handler's loop needs of the database, each call atomic: the SQL store
- * (event-handlers.ts) and an in-memory one that the simulation runs the same loop against
+ * (event-handlers.service.ts) and an in-memory one that the simulation runs the same loop against
  * (handler-loop.spec.ts). Every write but `declare` holds only while `instance` holds the lease.
  */
 export interface HandlerStore {

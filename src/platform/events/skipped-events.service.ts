@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, type Repository } from 'typeorm';
-import { DatabaseClock } from '../database/database-clock';
+import { DatabaseClockService } from '../database/database-clock.service';
 import { SkippedEvent } from './skipped-event.entity';
 
 /**
@@ -14,7 +14,7 @@ export class SkippedEventsService {
   constructor(
     @InjectRepository(SkippedEvent)
     private readonly skipped: Repository<SkippedEvent>,
-    private readonly clock: DatabaseClock,
+    private readonly clock: DatabaseClockService,
   ) {}
 
   /** Every skipped event, by handler, oldest first; `limit` at most. */

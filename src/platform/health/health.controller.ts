@@ -12,13 +12,16 @@ import {
 } from '@nestjs/swagger';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/decorators/public.decorator';
-import { IdentityProviderTokens } from '../auth/oidc/identity-provider-tokens';
+import { IdentityProviderTokensService } from '../auth/oidc/identity-provider-tokens.service';
 import { ErrorBody } from '../common/errors/error-body.dto';
 import { errorExamples } from '../common/errors/error-examples';
-import { SHUTTING_DOWN_MESSAGE, ShutdownGate } from '../http/shutdown-gate';
-import { DatabaseAvailability } from '../database/database-availability';
+import {
+  SHUTTING_DOWN_MESSAGE,
+  ShutdownGateService,
+} from '../http/shutdown-gate.service';
+import { DatabaseAvailabilityService } from '../database/database-availability.service';
 import { PortableDataSource } from '../database/portable-data-source';
-import { SchemaCompatibility } from '../database/schema-compatibility';
+import { SchemaCompatibilityService } from '../database/schema-compatibility.service';
 import { HealthStatusDto } from './dto/health-status.dto';
 
 const DATABASE_UNREACHABLE = 'the database is unreachable';
@@ -44,10 +47,10 @@ export class HealthController {
 
   constructor(
     private readonly dataSource: DataSource,
-    private readonly shutdown: ShutdownGate,
-    private readonly availability: DatabaseAvailability,
-    private readonly identityProvider: IdentityProviderTokens,
-    private readonly schema: SchemaCompatibility,
+    private readonly shutdown: ShutdownGateService,
+    private readonly availability: DatabaseAvailabilityService,
+    private readonly identityProvider: IdentityProviderTokensService,
+    private readonly schema: SchemaCompatibilityService,
   ) {}
 
   @Get('live')

@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
-import { ShutdownGate } from './shutdown-gate';
+import { ShutdownGateService } from './shutdown-gate.service';
 
-/** The one ShutdownGate: main.ts closes through it, setup-app.ts and readiness consult it. */
+/** The one ShutdownGateService: main.ts closes through it, setup-app.ts and readiness consult it. */
 @Global()
-@Module({ providers: [ShutdownGate], exports: [ShutdownGate] })
+@Module({ providers: [ShutdownGateService], exports: [ShutdownGateService] })
 export class ShutdownModule {}

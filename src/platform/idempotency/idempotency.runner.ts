@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
-import type { AdmittedRequest } from '../auth/request-admission';
+import type { AdmittedRequest } from '../auth/request-admission.service';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import {
   toErrorAnswer,

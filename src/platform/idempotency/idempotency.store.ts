@@ -6,7 +6,7 @@ import {
   idempotencySettings,
   type IdempotencySettings,
 } from './idempotency.settings';
-import { DatabaseClock } from '../database/database-clock';
+import { DatabaseClockService } from '../database/database-clock.service';
 import { EntitySql } from '../database/entity-sql';
 import { IdempotentRequest } from './idempotent-request.entity';
 import { RecordedAnswer } from '../http/recorded-answer';
@@ -51,7 +51,7 @@ export class IdempotencyStore {
     @InjectDataSource() dataSource: DataSource,
     @Inject(idempotencySettings.KEY)
     private readonly settings: IdempotencySettings,
-    private readonly clock: DatabaseClock,
+    private readonly clock: DatabaseClockService,
   ) {
     this.keys = new EntitySql(dataSource, IdempotentRequest);
     const $ = this.keys.parameter;

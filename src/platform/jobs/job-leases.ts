@@ -1,5 +1,5 @@
 import type { Repository } from 'typeorm';
-import { STORED_TIME_SLACK_MS } from '../database/database-clock';
+import { STORED_TIME_SLACK_MS } from '../database/database-clock.service';
 import { ScheduledJob } from './scheduled-job.entity';
 
 /** How a run ended, as `last_outcome` and the metrics say it. */

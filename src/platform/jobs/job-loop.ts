@@ -40,9 +40,9 @@ export class JobLoop {
     private readonly leases: Leases,
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-    /** The database's time (DatabaseClock), in ms since the epoch. */
+    /** The database's time (DatabaseClockService), in ms since the epoch. */
     private readonly now: () => number = Date.now,
-    /** While true, no tick is taken: the store is moving (StoreFence). */
+    /** While true, no tick is taken: the store is moving (StoreFenceService). */
     private readonly fenced: () => boolean = () => false,
   ) {}
 

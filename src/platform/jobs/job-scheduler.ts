@@ -10,8 +10,8 @@ import { DiscoveryService } from '@nestjs/core';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
-import { DatabaseClock } from '../database/database-clock';
-import { StoreFence } from '../database/store-fence';
+import { DatabaseClockService } from '../database/database-clock.service';
+import { StoreFenceService } from '../database/store-fence.service';
 import { Metrics } from '../metrics/metrics';
 import { JobName, type PeriodicJob } from './job.decorator';
 import { JobLeases } from './job-leases';
@@ -39,8 +39,8 @@ export class JobScheduler
     private readonly discovery: DiscoveryService,
     @InjectRepository(ScheduledJob) jobs: Repository<ScheduledJob>,
     private readonly metrics: Metrics,
-    private readonly clock: DatabaseClock,
-    private readonly fence: StoreFence,
+    private readonly clock: DatabaseClockService,
+    private readonly fence: StoreFenceService,
   ) {
     this.leases = new JobLeases(
       jobs,

@@ -22,7 +22,7 @@ export const METRICS_TIMEOUT_MS = 5000;
  * It needs no token and may listen on every interface, so it is bounded like the API: at most
  * METRICS_MAX_CONNECTIONS connections, each with METRICS_TIMEOUT_MS to send its request and as
  * long idle. A scrape always answers: values read from the database that cannot be read are
- * the last ones, with their age (webhook-metrics.ts).
+ * the last ones, with their age (webhook-metrics.service.ts).
  */
 @Injectable()
 export class MetricsServer

@@ -13,8 +13,8 @@ import {
   isDatabaseUnavailable,
 } from '../../database/database-errors';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
-import { DatabaseAvailability } from '../../database/database-availability';
-import type { SchemaCompatibility } from '../../database/schema-compatibility';
+import { DatabaseAvailabilityService } from '../../database/database-availability.service';
+import type { SchemaCompatibilityService } from '../../database/schema-compatibility.service';
 import {
   AllExceptionsFilter,
   BUSY_MESSAGE,
@@ -266,7 +266,7 @@ describe('AllExceptionsFilter', () => {
       set: jest.fn().mockReturnThis(),
       json: jest.fn().mockReturnThis(),
     };
-    new AllExceptionsFilter(new DatabaseAvailability()).catch(
+    new AllExceptionsFilter(new DatabaseAvailabilityService()).catch(
       new HttpErrorWithHeaders(403, 'lacks scope', {
         'WWW-Authenticate': 'Bearer error="insufficient_scope"',
       }),
@@ -288,7 +288,7 @@ describe('AllExceptionsFilter', () => {
       destroy: jest.fn(),
       status: jest.fn(),
     };
-    new AllExceptionsFilter(new DatabaseAvailability()).catch(
+    new AllExceptionsFilter(new DatabaseAvailabilityService()).catch(
       new Error('late'),
       hostFor(response),
     );
@@ -299,7 +299,7 @@ describe('AllExceptionsFilter', () => {
   it('logs a database outage once, as a warning, however many requests meet it', () => {
     const error = jest.spyOn(Logger.prototype, 'error');
     const warn = jest.spyOn(Logger.prototype, 'warn');
-    const availability = new DatabaseAvailability();
+    const availability = new DatabaseAvailabilityService();
     const filter = new AllExceptionsFilter(availability);
     try {
       for (let i = 0; i < 3; i += 1) {
@@ -368,9 +368,9 @@ describe('AllExceptionsFilter', () => {
           json: jest.fn().mockReturnThis(),
         };
         try {
-          new AllExceptionsFilter(new DatabaseAvailability(), {
+          new AllExceptionsFilter(new DatabaseAvailabilityService(), {
             suspect,
-          } as unknown as SchemaCompatibility).catch(
+          } as unknown as SchemaCompatibilityService).catch(
             new QueryFailedError(
               'SELECT',
               [],
@@ -409,7 +409,7 @@ describe('AllExceptionsFilter', () => {
   it('answers a busy database with 503 and Retry-After, and logs no outage nor error', () => {
     const error = jest.spyOn(Logger.prototype, 'error');
     const warn = jest.spyOn(Logger.prototype, 'warn');
-    const availability = new DatabaseAvailability();
+    const availability = new DatabaseAvailabilityService();
     const response = {
       headersSent: false,
       status: jest.fn().mockReturnThis(),
@@ -459,7 +459,7 @@ describe('AllExceptionsFilter', () => {
         }),
       } as unknown as ArgumentsHost;
       try {
-        new AllExceptionsFilter(new DatabaseAvailability()).catch(
+        new AllExceptionsFilter(new DatabaseAvailabilityService()).catch(
           exception,
           host,
         );

@@ -15,8 +15,8 @@ import {
   isDatabaseUnavailable,
   isSchemaMismatch,
 } from '../../database/database-errors';
-import { DatabaseAvailability } from '../../database/database-availability';
-import { SchemaCompatibility } from '../../database/schema-compatibility';
+import { DatabaseAvailabilityService } from '../../database/database-availability.service';
+import { SchemaCompatibilityService } from '../../database/schema-compatibility.service';
 import { HttpErrorWithHeaders } from '../errors/http-error-with-headers';
 import type { RequestWithId } from '../../logging/pino-logger';
 import type { ErrorBody } from '../errors/error-body.dto';
@@ -35,8 +35,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger(AllExceptionsFilter.name);
 
   constructor(
-    private readonly database: DatabaseAvailability,
-    @Optional() private readonly schema?: SchemaCompatibility,
+    private readonly database: DatabaseAvailabilityService,
+    @Optional() private readonly schema?: SchemaCompatibilityService,
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {

@@ -3,7 +3,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 const SUBSCRIPTIONS = `SELECT "event_types" FROM "webhook_subscriptions" WHERE "removed_at" IS NULL`;
 
 /**
- * Expand: in-process event handlers (src/platform/events/event-handlers.ts), each with its cursor and
+ * Expand: in-process event handlers (src/platform/events/event-handlers.service.ts), each with its cursor and
  * lease, and among the event consumers while an instance has run it within 7 days, so that the
  * events they handle are written. A new table, and a view that keeps its one column: the
  * previous release reads the view as before, and writes events for handlers too while both run

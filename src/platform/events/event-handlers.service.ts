@@ -13,11 +13,11 @@ import { StartupError } from '../common/errors/startup-error';
 import { DURATION_FORMAT, parseDuration } from '../config/setting-kinds';
 import { isDeclaredName } from '../common/modules/declared-name';
 import {
-  DatabaseClock,
+  DatabaseClockService,
   STORED_TIME_SLACK_MS,
-} from '../database/database-clock';
+} from '../database/database-clock.service';
 import type { PortableDataSource } from '../database/portable-data-source';
-import { StoreFence } from '../database/store-fence';
+import { StoreFenceService } from '../database/store-fence.service';
 import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
 import {
@@ -44,7 +44,7 @@ import { SkippedEvent } from './skipped-event.entity';
 
 /**
  * A handler no instance has run for this long is retired: its events are no longer written
- * for it, and retention no longer keeps events for its cursor (the EventHandlers migrations'
+ * for it, and retention no longer keeps events for its cursor (the EventHandlersService migrations'
  * view says the same).
  */
 export const HANDLER_RETIRED_AFTER_MS = 7 * 86_400_000;
@@ -58,10 +58,11 @@ class LeaseLost extends Error {}
  * (a lease on its row), and handles each event in a transaction that also moves its cursor.
  */
 @Injectable()
-export class EventHandlers
+export class EventHandlersService
   implements OnApplicationBootstrap, BeforeApplicationShutdown
 {
-  private readonly logger = new Logger(EventHandlers.name);
+  // the context its lines have always had, which log readers filter on
+  private readonly logger = new Logger('EventHandlers');
   private readonly loops: HandlerLoop[] = [];
 
   constructor(
@@ -69,8 +70,8 @@ export class EventHandlers
     private readonly catalogue: EventCatalogue,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly metrics: Metrics,
-    private readonly clock: DatabaseClock,
-    private readonly fence: StoreFence,
+    private readonly clock: DatabaseClockService,
+    private readonly fence: StoreFenceService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {

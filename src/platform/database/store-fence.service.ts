@@ -27,10 +27,11 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * time to look are what makes it certain; this makes it orderly.
  */
 @Injectable()
-export class StoreFence
+export class StoreFenceService
   implements OnApplicationBootstrap, OnApplicationShutdown
 {
-  private readonly logger = new Logger(StoreFence.name);
+  // the context its lines have always had, which log readers filter on
+  private readonly logger = new Logger('StoreFence');
   private move?: Pick<StoreMove, 'target' | 'startedAt' | 'outcome'>;
   private timer?: NodeJS.Timeout;
   private stopped = false;

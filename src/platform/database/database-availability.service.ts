@@ -11,7 +11,7 @@ import { PortableDataSource } from './portable-data-source';
  * which reads do not end: only a committed write does.
  */
 @Injectable()
-export class DatabaseAvailability
+export class DatabaseAvailabilityService
   extends DependencyState
   implements OnModuleInit
 {

@@ -14,7 +14,7 @@ interface PgPool {
  * PostgreSQL how the pool is used. Only where the app has metrics on (the CLI has none).
  */
 @Injectable()
-export class DatabaseMetrics implements OnModuleInit {
+export class DatabaseMetricsService implements OnModuleInit {
   constructor(
     private readonly dataSource: DataSource,
     @Optional() private readonly metrics?: Metrics,

@@ -44,7 +44,7 @@ export interface RouteAccess {
  * a scope that no module declares, which no token could hold.
  */
 @Injectable()
-export class RouteAccessCheck implements OnModuleInit {
+export class RouteAccessCheckService implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,

@@ -30,7 +30,7 @@ const ACCESS_TOKEN_TYPES = new Set(['at+jwt', 'application/at+jwt', 'jwt']);
  * reason, the provider's included, is no token (401), never a 5xx.
  */
 @Injectable()
-export class IdentityProviderTokens implements OnApplicationBootstrap {
+export class IdentityProviderTokensService implements OnApplicationBootstrap {
   private readonly config: OidcConfig | undefined;
   /** The provider's keys, when OIDC_ISSUER names one. */
   private readonly keys: IdentityProviderKeys | undefined;

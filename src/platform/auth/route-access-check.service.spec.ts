@@ -4,10 +4,10 @@ import { Test } from '@nestjs/testing';
 import { Public } from './decorators/public.decorator';
 import { RequireScopes } from './decorators/require-scopes.decorator';
 import {
-  RouteAccessCheck,
+  RouteAccessCheckService,
   UndeclaredAccessError,
   UndeclaredScopeError,
-} from './route-access.check';
+} from './route-access-check.service';
 import { DeclaredScopes, ScopeCatalogue } from './scopes';
 
 @Controller('declared')
@@ -68,17 +68,17 @@ async function boot(...controllers: Type[]) {
     imports: [DiscoveryModule],
     controllers,
     providers: [
-      RouteAccessCheck,
+      RouteAccessCheckService,
       { provide: ScopeCatalogue, useValue: declared },
     ],
   }).compile();
   return moduleRef.createNestApplication({ logger: false }).init();
 }
 
-describe('RouteAccessCheck', () => {
+describe('RouteAccessCheckService', () => {
   it('lets an app boot whose routes each declare @Public() or scopes, on the handler or the class', async () => {
     const app = await boot(DeclaredController, DeclaredOnClassController);
-    expect(app.get(RouteAccessCheck).routesWithoutAccess()).toEqual([]);
+    expect(app.get(RouteAccessCheckService).routesWithoutAccess()).toEqual([]);
     await app.close();
   });
 

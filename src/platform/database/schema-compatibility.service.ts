@@ -28,7 +28,7 @@ interface StoredColumn {
  * does not, and says so at boot and in readiness (503) instead of answering 500s.
  */
 @Injectable()
-export class SchemaCompatibility implements OnApplicationBootstrap {
+export class SchemaCompatibilityService implements OnApplicationBootstrap {
   private readonly logger = new Logger('Schema');
   private problem: string | undefined;
   private checkedAt = 0;

@@ -42,8 +42,11 @@ const DATABASE_NOW = {
  * statement.
  */
 @Injectable()
-export class DatabaseClock implements OnModuleInit, OnApplicationShutdown {
-  private readonly logger = new Logger(DatabaseClock.name);
+export class DatabaseClockService
+  implements OnModuleInit, OnApplicationShutdown
+{
+  // the context its lines have always had, which log readers filter on
+  private readonly logger = new Logger('DatabaseClock');
   private readonly instance = `${hostname()}:${process.pid}`;
   /** How far this instance's clock is ahead of the database's (behind when negative), in ms. */
   private aheadMs = 0;

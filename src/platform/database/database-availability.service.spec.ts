@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { QueryFailedError } from 'typeorm';
-import { DatabaseAvailability } from './database-availability';
+import { DatabaseAvailabilityService } from './database-availability.service';
 import { FENCED_WRITE_MESSAGE, isWriteRefused } from './database-errors';
 import { PortableDataSource } from './portable-data-source';
 
@@ -46,7 +46,7 @@ describe('isWriteRefused', () => {
   });
 });
 
-describe('DatabaseAvailability', () => {
+describe('DatabaseAvailabilityService', () => {
   let warn: jest.SpyInstance;
   let log: jest.SpyInstance;
 
@@ -59,7 +59,7 @@ describe('DatabaseAvailability', () => {
 
   /** An availability whose data source's `writeCommitted` is real. */
   function withDataSource(): {
-    availability: DatabaseAvailability;
+    availability: DatabaseAvailabilityService;
     dataSource: PortableDataSource;
   } {
     const dataSource = Object.create(
@@ -69,7 +69,7 @@ describe('DatabaseAvailability', () => {
       commitListeners: [],
       refuseWaiting: jest.fn(),
     });
-    const availability = new DatabaseAvailability(dataSource);
+    const availability = new DatabaseAvailabilityService(dataSource);
     availability.onModuleInit();
     return { availability, dataSource };
   }

@@ -12,7 +12,7 @@ import { DataSource } from 'typeorm';
  * line each: nothing fails at once, the tables and their indexes only grow and plans go stale.
  */
 @Injectable()
-export class AutovacuumCheck implements OnApplicationBootstrap {
+export class AutovacuumCheckService implements OnApplicationBootstrap {
   private readonly logger = new Logger('Autovacuum');
 
   constructor(private readonly dataSource: DataSource) {}

@@ -7,12 +7,12 @@ import { TOKEN_PREFIX } from '../http/token-format';
 import { AUTH_MESSAGES } from './auth-messages';
 import { absentTokenOf, bearerTokenOf } from './bearer-token';
 import { TokenRejection, type Bearer, type Unauthenticated } from './bearer';
-import { IdentityProviderTokens } from './oidc/identity-provider-tokens';
+import { IdentityProviderTokensService } from './oidc/identity-provider-tokens.service';
 import { TokensService } from './tokens.service';
 
 const UNKNOWN_TOKEN = new TokenRejection(AUTH_MESSAGES.rejectedToken);
 
-/** A request as RequestAdmission leaves it for BearerGuard. */
+/** A request as RequestAdmissionService leaves it for BearerGuard. */
 export interface AdmittedRequest extends Request {
   /** Who the live token the request presented speaks for; undefined when none was proven. */
   bearer?: Bearer;
@@ -37,10 +37,10 @@ export interface AdmittedRequest extends Request {
  * (JsonBodyGuard, the last global guard, reads it).
  */
 @Injectable()
-export class RequestAdmission {
+export class RequestAdmissionService {
   constructor(
     private readonly tokens: TokensService,
-    private readonly identityProvider: IdentityProviderTokens,
+    private readonly identityProvider: IdentityProviderTokensService,
     private readonly limiter: RateLimiter,
   ) {}
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull } from 'typeorm';
-import { DatabaseAvailability } from '../../platform/database/database-availability';
+import { DatabaseAvailabilityService } from '../../platform/database/database-availability.service';
 import { EventLog } from '../../platform/events/event-log.entity';
 import { Metrics } from '../../platform/metrics/metrics';
 import { conditionOf } from './receiver-state';
@@ -44,7 +44,7 @@ const PENDING_COUNTED = 100_000;
  * answer, a scrape still answers: the last values, their age, and `plant_store_database_up` 0.
  */
 @Injectable()
-export class WebhookMetrics {
+export class WebhookMetricsService {
   private snapshot?: OutboxSnapshot;
   private reading?: Promise<OutboxSnapshot | undefined>;
   /** A scrape's wait for `reading`, bounded by SNAPSHOT_WAIT_MS. */
@@ -55,7 +55,7 @@ export class WebhookMetrics {
   constructor(
     metrics: Metrics,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly database: DatabaseAvailability,
+    private readonly database: DatabaseAvailabilityService,
   ) {
     const read = () => this.read();
     metrics.gauge(

@@ -35,8 +35,9 @@ export const SHUTTING_DOWN_MESSAGE = 'the service is shutting down';
  *    in-flight ones get `graceMs` to finish before what is left is cut.
  */
 @Injectable()
-export class ShutdownGate {
-  private readonly logger = new Logger(ShutdownGate.name);
+export class ShutdownGateService {
+  // the context its lines have always had, which log readers filter on
+  private readonly logger = new Logger('ShutdownGate');
   private draining = false;
   private closing = false;
 

@@ -1,9 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { Logger, ServiceUnavailableException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { CLOSE_AFTER_CUT_MS, ShutdownGate } from './shutdown-gate';
+import {
+  CLOSE_AFTER_CUT_MS,
+  ShutdownGateService,
+} from './shutdown-gate.service';
 
-describe('ShutdownGate', () => {
+describe('ShutdownGateService', () => {
   beforeAll(() => {
     Logger.overrideLogger(false);
   });
@@ -18,7 +21,7 @@ describe('ShutdownGate', () => {
     return { app, closeAllConnections };
   }
 
-  function runMiddleware(gate: ShutdownGate) {
+  function runMiddleware(gate: ShutdownGateService) {
     const next = jest.fn();
     const response = { setHeader: jest.fn() };
     gate.refuseWhileClosing(
@@ -30,7 +33,7 @@ describe('ShutdownGate', () => {
   }
 
   it('lets requests through untouched until shutdown begins, then answers 503 and closes the connection', async () => {
-    const gate = new ShutdownGate();
+    const gate = new ShutdownGateService();
     expect(gate.isDraining).toBe(false);
     const before = runMiddleware(gate);
     expect(before.next).toHaveBeenCalledWith();
@@ -48,7 +51,7 @@ describe('ShutdownGate', () => {
     const warn = jest.spyOn(Logger.prototype, 'warn');
     const error = jest.spyOn(Logger.prototype, 'error');
     try {
-      await new ShutdownGate().close(fakeApp(10).app, {
+      await new ShutdownGateService().close(fakeApp(10).app, {
         delayMs: 20,
         graceMs: 1000,
       });
@@ -61,7 +64,7 @@ describe('ShutdownGate', () => {
         ],
       ]);
       expect(error).not.toHaveBeenCalled();
-      await new ShutdownGate().close(fakeApp(300).app, {
+      await new ShutdownGateService().close(fakeApp(300).app, {
         delayMs: 0,
         graceMs: 50,
       });
@@ -84,7 +87,7 @@ describe('ShutdownGate', () => {
     try {
       const started = performance.now();
       await expect(
-        new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+        new ShutdownGateService().close(app, { delayMs: 0, graceMs: 50 }),
       ).resolves.toBe('cut');
       const took = performance.now() - started;
       expect(took).toBeGreaterThanOrEqual(50 + CLOSE_AFTER_CUT_MS - 5);
@@ -114,7 +117,7 @@ describe('ShutdownGate', () => {
       try {
         const started = performance.now();
         await expect(
-          new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+          new ShutdownGateService().close(app, { delayMs: 0, graceMs: 50 }),
         ).resolves.toBe('cut');
         expect(performance.now() - started).toBeLessThan(CLOSE_AFTER_CUT_MS);
         expect(error.mock.calls).toEqual([
@@ -129,7 +132,7 @@ describe('ShutdownGate', () => {
   );
 
   it('during the delay, serves every request, closing its connection, and says it is draining', async () => {
-    const gate = new ShutdownGate();
+    const gate = new ShutdownGateService();
     const { app } = fakeApp(10);
     const closing = gate.close(app, { delayMs: 100, graceMs: 1000 });
     expect(gate.isDraining).toBe(true);
@@ -150,7 +153,7 @@ describe('ShutdownGate', () => {
   it('reports drained when the app closes within the grace period', async () => {
     const { app, closeAllConnections } = fakeApp(10);
     await expect(
-      new ShutdownGate().close(app, { delayMs: 0, graceMs: 1000 }),
+      new ShutdownGateService().close(app, { delayMs: 0, graceMs: 1000 }),
     ).resolves.toBe('drained');
     expect(closeAllConnections).not.toHaveBeenCalled();
   });
@@ -158,7 +161,7 @@ describe('ShutdownGate', () => {
   it('cuts the connections and reports cut when the grace period runs out', async () => {
     const { app, closeAllConnections } = fakeApp(300);
     await expect(
-      new ShutdownGate().close(app, { delayMs: 0, graceMs: 50 }),
+      new ShutdownGateService().close(app, { delayMs: 0, graceMs: 50 }),
     ).resolves.toBe('cut');
     expect(closeAllConnections).toHaveBeenCalled();
   });
