@@ -101,8 +101,6 @@ export class PlantsRepository {
   private readonly find: string;
   private readonly delete: string;
   private readonly pages: ReturnType<typeof pageStatements>;
-  /** The conditional change of each set of fields and count of versions (`name,tag/2`). */
-  private readonly changes = new Map<string, string>();
 
   constructor(@InjectDataSource() dataSource: DataSource) {
     this.sql = new EntitySql(dataSource, Plant);
@@ -164,19 +162,15 @@ export class PlantsRepository {
     fields: PlantChanges,
   ): Promise<Plant | undefined> {
     const names = PLANT_CHANGE_FIELDS.filter((name) => name in fields);
-    const key = `${names.join(',')}/${versions.length}`;
-    let statement = this.changes.get(key);
-    if (statement === undefined) {
-      const $ = this.sql.parameter;
-      const sets = names.map((name, index) => `${name} = ${$(index + 2)}`);
-      const versionList = versions
-        .map((_version, index) => $(names.length + index + 2))
-        .join(', ');
-      statement =
-        `UPDATE plants SET ${[...sets, 'version = version + 1'].join(', ')} ` +
-        `WHERE id = ${$(1)} AND version IN (${versionList}) RETURNING ${this.sql.columns}`;
-      this.changes.set(key, statement);
-    }
+    const $ = this.sql.parameter;
+    const sets = names.map((name, index) => `${name} = ${$(index + 2)}`);
+    const versionList = versions
+      .map((_version, index) => $(names.length + index + 2))
+      .join(', ');
+    // one text for each set of fields and count of versions: a few the database prepares
+    const statement =
+      `UPDATE plants SET ${[...sets, 'version = version + 1'].join(', ')} ` +
+      `WHERE id = ${$(1)} AND version IN (${versionList}) RETURNING ${this.sql.columns}`;
     const [changed] = await this.sql.change(statement, [
       id,
       ...names.map((name) => fields[name]),
