@@ -41,7 +41,8 @@ export interface IssuedToken {
 }
 
 function hashToken(token: string): Buffer {
-  // the one-shot hash, not createHash: half the time, on every request
+  // the one-shot hash, not createHash: it is on every request (bench/README.md, "Since the
+  // PostgreSQL work")
   return hash('sha256', token, 'buffer');
 }
 

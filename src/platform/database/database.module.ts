@@ -28,8 +28,8 @@ import { PortableDataSource } from './portable-data-source';
 
 /**
  * ClsModule registers a global guard and a global interceptor even when, as here, it mounts
- * neither: they do nothing, yet every request pays for them (6 % of a `GET /plants/{id}`'s
- * instructions, bench/README.md). Transactions need only ClsService and the plugin's providers.
+ * neither: they do nothing, yet every request pays for them (bench/README.md, "Issue 21:
+ * transactions on both engines"). Transactions need only ClsService and the plugin's providers.
  */
 function withoutRequestEnhancers(module: DynamicModule): DynamicModule {
   const isEnhancer = (provider: unknown) =>
