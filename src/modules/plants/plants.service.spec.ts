@@ -191,7 +191,7 @@ describe('PlantsService.list', () => {
 });
 
 describe('PlantsService: add, read and delete', () => {
-  function tableFor(failure?: unknown) {
+  function tableFor(failure?: Error) {
     const stored = new Map<bigint, Plant>();
     const repository = {
       insert: jest.fn((plant: Plant) => {
