@@ -219,6 +219,40 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
   });
 
+  it('adds a date-time field, and one the service sets, which no request may send', () => {
+    generateField(
+      'plantedOn',
+      'garden-beds',
+      '--type',
+      'date-time',
+      '--nullable',
+    );
+    generateField(
+      'checkedAt',
+      'garden-beds',
+      '--type',
+      'date-time',
+      '--nullable',
+      '--server-set',
+    );
+    const entity = inCopy('src/modules/garden-beds/garden-bed.entity.ts');
+    expect(entity).toContain(
+      "@Column({ type: Date, name: 'planted_on', nullable: true })\n  plantedOn!: Date | null;",
+    );
+    expect(entity).toContain('checkedAt!: Date | null;');
+    const answer = inCopy('src/modules/garden-beds/dto/garden-bed.dto.ts');
+    expect(answer).toContain('checkedAt?: Date;');
+    const create = inCopy(
+      'src/modules/garden-beds/dto/create-garden-bed.dto.ts',
+    );
+    expect(create).toContain('@IsDateTime()');
+    expect(create).toContain('plantedOn?: Date;');
+    expect(create).not.toContain('checkedAt');
+    expect(inCopy('openapi/service.yaml')).toMatch(
+      /GardenBedChanges:[\s\S]*?plantedOn:[\s\S]*?format: date-time/,
+    );
+  });
+
   it('adds a periodic job to garden beds with nest g job, which the built service below runs', () => {
     passes(run('npx', 'nest', 'g', 'job', 'overdue', 'garden-beds'));
     expect(inCopy('src/modules/garden-beds/overdue.job.ts')).toContain(
@@ -486,6 +520,41 @@ export class ClearDeletedPlants implements HandlesEvents<CreatePlantDto> {
       expect((await call('GET', '/garden-beds/42', tokens.reader)).status).toBe(
         404,
       );
+    });
+
+    it('stores a date-time field as the instant sent, writes it in UTC, refuses one without its offset, and ignores a field the service sets', async () => {
+      const planted = await call('POST', '/garden-beds', tokens.writer, {
+        id: 44,
+        name: 'East garden bed',
+        plantedOn: '2026-11-26T10:30:00+01:00',
+        checkedAt: '2026-11-27T00:00:00Z',
+      });
+      expect([planted.status, await planted.json()]).toEqual([
+        201,
+        {
+          id: 44,
+          name: 'East garden bed',
+          plantedOn: '2026-11-26T09:30:00.000Z',
+          version: 1,
+        },
+      ]);
+      const read = await call('GET', '/garden-beds/44', tokens.reader);
+      expect(await read.json()).toMatchObject({
+        plantedOn: '2026-11-26T09:30:00.000Z',
+      });
+      const refused = await call('POST', '/garden-beds', tokens.writer, {
+        id: 45,
+        name: 'West garden bed',
+        plantedOn: '2026-11-26',
+      });
+      expect([refused.status, await refused.json()]).toEqual([
+        400,
+        {
+          error: 400,
+          message:
+            'plantedOn must be a date and time with its offset, such as 2026-11-26T09:30:00Z',
+        },
+      ]);
     });
 
     it("serves the module's second entity and its action with the module's tokens", async () => {

@@ -717,7 +717,11 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       ],
       [
         { name: 'notes', type: 'date', nullable: true },
-        '--type must be one of text, integer, boolean, int64, got "date"',
+        '--type must be one of text, integer, boolean, date-time, int64, got "date"',
+      ],
+      [
+        { name: 'plantedOn', type: 'date-time', default: 'now' },
+        'a date-time field takes --nullable, not --default',
       ],
       [
         { name: 'notes', type: 'text' },

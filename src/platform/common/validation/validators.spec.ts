@@ -1,6 +1,8 @@
+import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { INT64_RANGE_MESSAGE } from '../json/int64';
 import {
+  IsDateTime,
   IsInt64,
   IsStorableText,
   IsUnicodeString,
@@ -22,6 +24,15 @@ class Labelled {
   @MaxUtf8Bytes(8, 'a label must fit its slot')
   label!: unknown;
 }
+
+class Planting {
+  @IsDateTime()
+  plantedAt!: unknown;
+}
+
+/** The body as the validation pipe reads it: transformed into the class, then checked. */
+const planted = (plantedAt: unknown) =>
+  plainToInstance(Planting, { plantedAt });
 
 const problemsOf = (object: object) =>
   validateSync(object).flatMap((error) =>
@@ -113,5 +124,40 @@ describe('validators', () => {
     expect(
       names(Object.assign(new Labelled(), { label: 'x'.repeat(9) })),
     ).toEqual(['maxUtf8Bytes']);
+  });
+
+  describe('IsDateTime', () => {
+    it.each([
+      ['2026-11-26T09:30:00Z', '2026-11-26T09:30:00.000Z'],
+      ['2026-11-26T10:30:00+01:00', '2026-11-26T09:30:00.000Z'],
+      ['2028-02-29T23:59:59.999Z', '2028-02-29T23:59:59.999Z'],
+      ['2026-11-26T09:30:00.123456789-00:30', '2026-11-26T10:00:00.123Z'],
+    ])('reads %s as the instant %s', (text, instant) => {
+      const planting = planted(text);
+      expect(problemsOf(planting)).toEqual([]);
+      expect(planting.plantedAt).toEqual(new Date(instant));
+    });
+
+    it.each([
+      '2026-11-26',
+      '2026-11-26T09:30:00',
+      '2026-11-26 09:30:00Z',
+      '2026-02-30T09:30:00Z',
+      '2026-11-26T24:00:00Z',
+      '2026-11-26t09:30:00z',
+      'yesterday',
+      '1',
+      1764149400000,
+      true,
+      null,
+    ])('refuses %j, saying what it takes', (value) => {
+      expect(problemsOf(planted(value))).toEqual([
+        'plantedAt must be a date and time with its offset, such as 2026-11-26T09:30:00Z',
+      ]);
+    });
+
+    it('tells a missing date and time from a wrong one', () => {
+      expect(problemsOf(planted(undefined))).toEqual(['plantedAt is required']);
+    });
   });
 });

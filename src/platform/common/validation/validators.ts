@@ -1,4 +1,7 @@
+import { applyDecorators } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import {
+  isISO8601,
   ValidateBy,
   type ValidationArguments,
   type ValidationOptions,
@@ -95,5 +98,47 @@ export function IsStorableText(options?: ValidationOptions): PropertyDecorator {
       },
     },
     options,
+  );
+}
+
+/** A date and time with its offset, as RFC 3339 writes it: `2026-11-26T09:30:00Z`. */
+const DATE_TIME =
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Whether `text` is a real instant written as RFC 3339 writes one (no 30 February, no 24:00). */
+export function isDateTimeText(text: string): boolean {
+  return (
+    DATE_TIME.test(text) &&
+    isISO8601(text, { strict: true, strictSeparator: true })
+  );
+}
+
+/**
+ * A date and time, sent as RFC 3339 text with its offset and read as a Date (an instant: the
+ * offset is not kept; answers write it in UTC). Anything else, a date alone or a time without
+ * its offset among them, is refused saying so.
+ */
+export function IsDateTime(options?: ValidationOptions): PropertyDecorator {
+  return applyDecorators(
+    Transform(({ value }: { value: unknown }) =>
+      typeof value === 'string' && isDateTimeText(value)
+        ? new Date(value)
+        : value,
+    ),
+    ValidateBy(
+      {
+        name: 'isDateTime',
+        validator: {
+          validate: (value: unknown) =>
+            value instanceof Date && !Number.isNaN(value.getTime()),
+          defaultMessage: (args) =>
+            describeProblem(
+              args,
+              'must be a date and time with its offset, such as 2026-11-26T09:30:00Z',
+            ),
+        },
+      },
+      options,
+    ),
   );
 }
