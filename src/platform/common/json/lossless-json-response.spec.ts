@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { stringifyLosslessJson } from './lossless-json';
+import { JsonText, stringifyLosslessJson } from './lossless-json';
 import { useLosslessJsonResponses } from './lossless-json-response';
 
 interface Answer {
@@ -47,6 +47,8 @@ const BODIES: Record<string, unknown> = {
   // past the 1,000 characters where res.send turns the text into a Buffer
   page: Array.from({ length: 60 }, (_, i) => ({ id: BigInt(i), name: 'é 🌿' })),
   error: { error: 404, message: 'no plant with id 5 exists' },
+  // JSON written already, with a header of its answer
+  versioned: new JsonText('{"id":5,"name":"Ivy"}', { ETag: '"3"' }),
 };
 
 async function ask(
@@ -136,5 +138,27 @@ describe('useLosslessJsonResponses', () => {
       'application/json; charset=utf-8',
     );
     expect(answer.headers['content-length']).toBe(String(answer.body.length));
+  });
+
+  it('sets the headers JSON written already carries, and answers 304 to an If-None-Match that names its ETag', async () => {
+    const ours = await listening(app(false, false));
+    const answer = await ask(ours, 'GET', '/answer?body=versioned');
+    expect([answer.status, answer.headers.etag, answer.body]).toEqual([
+      200,
+      '"3"',
+      '{"id":5,"name":"Ivy"}',
+    ]);
+    const fresh = await ask(ours, 'GET', '/answer?body=versioned', {
+      'If-None-Match': '"3"',
+    });
+    expect([fresh.status, fresh.headers.etag, fresh.body]).toEqual([
+      304,
+      '"3"',
+      '',
+    ]);
+    const stale = await ask(ours, 'GET', '/answer?body=versioned', {
+      'If-None-Match': '"2"',
+    });
+    expect([stale.status, stale.body]).toEqual([200, '{"id":5,"name":"Ivy"}']);
   });
 });

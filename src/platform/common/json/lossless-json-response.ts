@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import { stringifyLosslessJson } from './lossless-json';
+import { JsonText, stringifyLosslessJson } from './lossless-json';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -39,6 +39,9 @@ export function useLosslessJsonResponses(expressApp: {
     body: unknown,
   ) {
     const text = stringifyLosslessJson(body);
+    if (body instanceof JsonText && body.headers) {
+      for (const name in body.headers) this.setHeader(name, body.headers[name]);
+    }
     if (writtenAsIs(this)) {
       this.setHeader('Content-Type', JSON_CONTENT_TYPE);
       this.setHeader('Content-Length', String(Buffer.byteLength(text)));

@@ -25,7 +25,11 @@ const omitNullMembers = (_key: string, value: unknown) =>
  * list, whose rows were written as they were measured): an answer sends its text as it is.
  */
 export class JsonText {
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    /** Headers of the answer that carries it (a resource's `ETag`, say). */
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {}
 }
 
 /**
