@@ -356,6 +356,7 @@ export default async () => {
                 type: () => Number,
                 description:
                   '1 when added, one more at each change: its ETag, never in its body, which is the\nspecification\'s Plant (docs/decisions.md, "Updates").',
+                default: 1,
               },
             },
           },

@@ -105,7 +105,7 @@ describe(`time that decides for others (${ENGINE})`, () => {
         () =>
           ahead
             .lines()
-            .filter((line) => line.context === 'DatabaseClockService'),
+            .filter((line) => line.context === 'DatabaseClock'),
         (lines) => lines.length > 0,
         testLimit(5_000),
       );

@@ -240,8 +240,7 @@ describe(`event handlers (${ENGINE})`, () => {
           instance
             .lines()
             .filter(
-              (line) =>
-                line.context === 'EventHandlersService' && line.level >= 40,
+              (line) => line.context === 'EventHandlers' && line.level >= 40,
             ),
         ).toEqual([]);
       }

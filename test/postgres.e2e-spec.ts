@@ -370,7 +370,8 @@ describeWithPostgres('statements with parameters', () => {
     const prepared = await preparedAfterRequests();
     const selectById = prepared.filter(
       ({ statement }) =>
-        statement === 'SELECT id, name, tag FROM plants WHERE id = $1',
+        statement ===
+        'SELECT "id", "name", "tag", "version" FROM plants WHERE id = $1',
     );
     expect(selectById).toHaveLength(1);
     expect(selectById[0].name).toMatch(/^plant_store_\d+$/);

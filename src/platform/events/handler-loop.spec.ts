@@ -343,7 +343,7 @@ async function simulate(seed: number): Promise<{
         () => between(0, STATEMENT_MS),
       ),
       instance.name,
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       new Metrics(false),
     );
     instances.push(instance);
@@ -654,7 +654,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       handler,
       store,
       'a',
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       metrics,
     );
     await loop.declare();
@@ -740,7 +740,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       every(0),
       db.storeOf('a', () => false),
       'a',
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       new Metrics(false),
       Date.now,
       DEFAULT_HANDLER_RETRY,
@@ -765,7 +765,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       every(0),
       db.storeOf('a', () => false),
       'a',
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       new Metrics(false),
     );
     await loop.declare();
@@ -824,7 +824,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       }),
       db.storeOf('a', () => false),
       'a',
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       new Metrics(false),
     );
     await loop.declare();
@@ -853,7 +853,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       plannedHandler({ failuresOf: new Map(), durationOf: () => 0 }),
       db.storeOf('a', () => false),
       'a',
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       new Metrics(false),
     );
     await loop.declare();
@@ -897,7 +897,7 @@ describe('HandlerLoop (a simulation of instances sharing one handler, on fake ti
       handler,
       store,
       instance,
-      new Logger('EventHandlersService'),
+      new Logger('EventHandlers'),
       metrics,
     );
   }
