@@ -102,10 +102,7 @@ describe(`time that decides for others (${ENGINE})`, () => {
       }
       // the log is written every 250 ms (LOG_FLUSH_INTERVAL_MS): two ticks may come first
       const clockLines = await eventually(
-        () =>
-          ahead
-            .lines()
-            .filter((line) => line.context === 'DatabaseClock'),
+        () => ahead.lines().filter((line) => line.context === 'DatabaseClock'),
         (lines) => lines.length > 0,
         testLimit(5_000),
       );
