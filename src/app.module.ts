@@ -42,7 +42,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module';
     WebhooksModule,
   ],
   providers: [
-    // Rate limits and token proof come before routing (RequestAdmissionService, in setup-app.ts).
+    // Rate limits and token proof come before routing (BearerGuard's `admit`, in setup-app.ts).
     // Global guards run in the order listed: each route's access rule, then its query
     // parameters, and only then is a body read (test/rate-limit.e2e-spec.ts holds the order).
     { provide: APP_GUARD, useExisting: BearerGuard },

@@ -4,7 +4,7 @@ import type { DynamicModule, ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from './app.module';
-import { RequestAdmissionService } from './platform/auth/request-admission.service';
+import { BearerGuard } from './platform/auth/bearer.guard';
 import { HEALTH_PROBE_PATHS } from './platform/health/health-probes';
 import { HardenedExpressAdapter } from './platform/http/hardened-express.adapter';
 import { securityHeaders } from './platform/http/security-headers';
@@ -100,7 +100,7 @@ export async function createApp({
     );
   }
   // every request but the health probes, before routing: 404s and the docs are limited too
-  front.push(app.get(RequestAdmissionService).admit);
+  front.push(app.get(BearerGuard).admit);
   if (cors) front.push(answerPreflight);
   // an admitted write, while the store moves to another database: 503 (store-fence.service.ts)
   front.push(app.get(StoreFenceService).refuseWritesWhileMoving);

@@ -53,7 +53,7 @@ export const OPENAPI_PATHS = {
 
 /**
  * Swagger UI at /docs, the document at /openapi.json and /openapi.yaml; all public, and rate
- * limited like any route (RequestAdmissionService).
+ * limited like any route (BearerGuard's `admit`).
  */
 export function serveOpenApi(
   app: INestApplication,

@@ -81,7 +81,7 @@ export class ResponseContract {
       : undefined;
     let schema: unknown;
     if (!operation) {
-      // an unknown path is rate limited like any other (RequestAdmissionService runs before routing)
+      // an unknown path is rate limited like any other (BearerGuard's admit runs before routing)
       if (response.status !== 404 && response.status !== 429)
         return `${where}: no operation is documented for it, so only a 404 or 429 Error may answer`;
       schema = { $ref: '#/components/schemas/Error' };

@@ -4,11 +4,14 @@ import type { Metrics } from '../metrics/metrics';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { AUTH_MESSAGES } from './auth-messages';
 import type { Bearer } from './bearer';
-import { BearerGuard } from './bearer.guard';
-import { absentTokenOf, bearerTokenOf } from './bearer-token';
+import {
+  absentTokenOf,
+  BearerGuard,
+  bearerTokenOf,
+  type AdmittedRequest,
+} from './bearer.guard';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
-import type { AdmittedRequest } from './request-admission.service';
 import type { Scope } from './scopes';
 
 describe('BearerGuard', () => {
@@ -35,11 +38,19 @@ describe('BearerGuard', () => {
         inc: ({ reason }: { reason: string }) => counted.push(reason),
       },
     } as unknown as Metrics;
-    guard = new BearerGuard(reflector, metrics);
+    // what `admit` uses to prove tokens: canActivate reads only its verdict
+    const unusedByCanActivate = {} as never;
+    guard = new BearerGuard(
+      reflector,
+      metrics,
+      unusedByCanActivate,
+      unusedByCanActivate,
+      unusedByCanActivate,
+    );
   });
 
   /**
-   * A request as RequestAdmissionService leaves it: `bearer` is the token it proved, null one it
+   * A request as `admit` leaves it: `bearer` is the token it proved, null one it
    * rejected, undefined when it proved none (none presented, or admission did not run). Each
    * context is a route of its own unless one is given (the guard reads a route's metadata once).
    */

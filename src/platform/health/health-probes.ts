@@ -1,6 +1,6 @@
 /**
  * The probes an orchestrator calls, often all from one address: they are never rate limited
- * (RequestAdmissionService), or a flood from a neighbour would have every instance restarted.
+ * (BearerGuard's `admit`), or a flood from a neighbour would have every instance restarted.
  */
 export const HEALTH_PROBE_PATHS: ReadonlySet<string> = new Set([
   '/health/live',

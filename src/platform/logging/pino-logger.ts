@@ -71,7 +71,7 @@ export function loggableTarget(originalUrl: string): {
 /** Requests carry the id their log lines are tagged with. */
 export interface RequestWithId extends Request {
   id?: string;
-  /** Who its token speaks for, once proven (request-admission.service.ts): the access log names it. */
+  /** Who its token speaks for, once proven (BearerGuard's `admit`): the access log names it. */
   bearer?: { caller: string } | null;
 }
 

@@ -8,7 +8,7 @@ import { RedisCounters } from './redis-counters';
 
 /**
  * Rate limits (RateLimiter), counted in Redis when REDIS_URL is set, so that every instance
- * shares them, and in memory otherwise. RequestAdmissionService applies them to every request.
+ * shares them, and in memory otherwise. BearerGuard's `admit` applies them to every request.
  */
 @Module({
   providers: [
