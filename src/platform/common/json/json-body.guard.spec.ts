@@ -1,11 +1,11 @@
+import { BadRequestException } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Readable } from 'node:stream';
 import {
   createJsonBodyReader,
   describeExcessiveNesting,
   describeReadingError,
-  UnreadableBody,
-} from './json-body';
+} from './json-body.guard';
 
 describe('describeReadingError', () => {
   it.each([
@@ -71,6 +71,16 @@ describe('createJsonBodyReader', () => {
     return (request as unknown as { body: unknown }).body;
   }
 
+  /** The message of the 400 a body is refused with. */
+  async function refusalOf(bytes: Buffer | string, contentType?: string) {
+    const refusal = await bodyOf(bytes, contentType).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refusal).toBeInstanceOf(BadRequestException);
+    return (refusal as BadRequestException).message;
+  }
+
   it('parses a JSON object, integers exactly', async () => {
     await expect(
       bodyOf('{"id":9223372036854775807,"x":1.5}', 'application/json'),
@@ -88,8 +98,22 @@ describe('createJsonBodyReader', () => {
     await expect(bodyOf('{"a":"b"}', type)).resolves.toEqual({ a: 'b' });
   });
 
-  it('leaves an empty body undefined', async () => {
-    await expect(bodyOf('', 'application/json')).resolves.toBeUndefined();
+  it('refuses an empty body: every operation that reads one takes an object', async () => {
+    await expect(refusalOf('', 'application/json')).resolves.toBe(
+      'request body is required: send a JSON object',
+    );
+  });
+
+  it.each([
+    ['[]', 'an array'],
+    ['null', 'null'],
+    ['"fern"', 'a string'],
+    ['true', 'a boolean'],
+    ['12', 'a number'],
+  ])('refuses %s, which is JSON but no object', async (text, label) => {
+    await expect(refusalOf(text, 'application/json')).resolves.toBe(
+      `request body must be a JSON object, got ${label}`,
+    );
   });
 
   it.each([
@@ -130,14 +154,11 @@ describe('createJsonBodyReader', () => {
       'request body is larger than the limit of 100 bytes',
     ],
   ])('explains why %j (%s) cannot be read', async (bytes, type, reason) => {
-    const body = await bodyOf(bytes, type);
-    expect(body).toBeInstanceOf(UnreadableBody);
-    expect((body as UnreadableBody).reason).toBe(reason);
+    await expect(refusalOf(bytes, type)).resolves.toBe(reason);
   });
 
   it('says where malformed JSON breaks', async () => {
-    const body = await bodyOf('{"a": ', 'application/json');
-    expect((body as UnreadableBody).reason).toMatch(
+    await expect(refusalOf('{"a": ', 'application/json')).resolves.toMatch(
       /^request body is not valid JSON: .+/,
     );
   });

@@ -5,7 +5,6 @@ import {
   ValidationPipe,
   type ValidationError,
 } from '@nestjs/common';
-import { UnreadableBody } from '../json/json-body';
 import { integersAsNumbers } from './integers-as-numbers';
 
 function collectMessages(errors: ValidationError[]): string[] {
@@ -15,19 +14,10 @@ function collectMessages(errors: ValidationError[]): string[] {
   ]);
 }
 
-function describeJsonType(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return 'a string';
-  if (typeof value === 'boolean') return 'a boolean';
-  return 'a number';
-}
-
 /**
- * The global pipe: a body must be a JSON object, and DTO failures become one 400 whose message
- * names every field that is wrong (docs/decisions.md, "The Error object"). Extra properties
- * are dropped, not echoed ("Unknown properties"); unknown query parameters are refused before
- * (KnownQueryGuard).
+ * The global pipe: DTO failures become one 400 whose message names every field that is wrong (docs/decisions.md, "The Error object"). Extra properties
+ * are dropped, not echoed ("Unknown properties"). What comes before: unknown query parameters
+ * are refused by KnownQueryGuard, and a body that is no JSON object by JsonBodyGuard.
  */
 @Injectable()
 export class AppValidationPipe extends ValidationPipe {
@@ -54,22 +44,8 @@ export class AppValidationPipe extends ValidationPipe {
     value: unknown,
     metadata: ArgumentMetadata,
   ): Promise<unknown> {
-    if (metadata.type === 'body') {
-      if (value instanceof UnreadableBody) {
-        throw new BadRequestException(value.reason);
-      }
-      if (value === undefined) {
-        throw new BadRequestException(
-          'request body is required: send a JSON object',
-        );
-      }
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        throw new BadRequestException(
-          `request body must be a JSON object, got ${describeJsonType(value)}`,
-        );
-      }
-      integersAsNumbers(value, metadata.metatype);
-    }
+    // JsonBodyGuard let only a JSON object through
+    if (metadata.type === 'body') integersAsNumbers(value, metadata.metatype);
     return (await super.transform(value, metadata)) as unknown;
   }
 }
