@@ -3,9 +3,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { randomUUID } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Response } from 'express';
 import type { AppConfig } from '../config/app.config';
-import { RecordedAnswer } from './recorded-answer';
 import { clientKeyOf } from '../rate-limit/client-key';
 import { apiSecurityHeaders } from './security-headers';
 
@@ -105,12 +103,6 @@ export class HardenedExpressAdapter extends ExpressAdapter {
       () => this.onRefusedConnection?.(),
     );
     this.setHttpServer(server);
-  }
-
-  /** A handler's result that is a whole answer already (Idempotency-Key) is written as it is. */
-  override reply(response: Response, body: unknown, statusCode?: number) {
-    if (body instanceof RecordedAnswer) return body.writeTo(response);
-    return super.reply(response, body, statusCode) as unknown;
   }
 }
 

@@ -9,14 +9,13 @@ import {
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Response } from 'express';
-import type { AdmittedRequest } from '../auth/request-admission.service';
+import type { AdmittedRequest } from '../auth/bearer.guard';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import {
   toErrorAnswer,
   type ErrorAnswer,
 } from '../common/filters/all-exceptions.filter';
-import { stringifyLosslessJson } from '../common/json/lossless-json';
-import { RecordedAnswer } from '../http/recorded-answer';
+import { JsonText, stringifyLosslessJson } from '../common/json/lossless-json';
 import type { PortableDataSource } from '../database/portable-data-source';
 import type { IsolationLevel } from '../database/transaction-context';
 import {
@@ -24,7 +23,11 @@ import {
   IDEMPOTENCY_KEY_HEADER,
   idempotencyKeyOf,
 } from './idempotency-key';
-import { IdempotencyStore, type KeyedRequest } from './idempotency.store';
+import {
+  IdempotencyStore,
+  recordedAnswer,
+  type KeyedRequest,
+} from './idempotency.store';
 
 /** The header that marks an answer as the stored answer of an earlier request. */
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -97,7 +100,7 @@ export class IdempotencyRunner {
     isolation: IsolationLevel | undefined,
     request: KeyableRequest,
     handle: () => unknown,
-  ): Promise<RecordedAnswer> {
+  ): Promise<JsonText> {
     const claim = await this.store.claim(keyed);
     switch (claim.outcome) {
       case 'replay':
@@ -118,10 +121,13 @@ export class IdempotencyRunner {
       return await inTransaction(async () => {
         const result: unknown = await keyedRequests.run(keyed, handle);
         const response = request.res as Response;
-        const answer = new RecordedAnswer(
+        const answer = recordedAnswer(
           // Nest sets the route's status (201, or its @HttpCode) before calling the handler
           response.statusCode,
-          answerHeadersOf(response),
+          {
+            ...answerHeadersOf(response),
+            ...(result instanceof JsonText && result.headers),
+          },
           stringifyLosslessJson(result),
         );
         if (!(await this.store.record(keyed, leaseId, answer))) {
@@ -159,7 +165,7 @@ export class IdempotencyRunner {
         await this.store.record(
           request,
           leaseId,
-          new RecordedAnswer(body.error, headers, stringifyLosslessJson(body)),
+          recordedAnswer(body.error, headers, stringifyLosslessJson(body)),
         );
       } else {
         await this.store.release(request, leaseId);

@@ -9,10 +9,29 @@ import {
 import { DatabaseClockService } from '../database/database-clock.service';
 import { EntitySql } from '../database/entity-sql';
 import { IdempotentRequest } from './idempotent-request.entity';
-import { RecordedAnswer } from '../http/recorded-answer';
+import { JsonText } from '../common/json/lossless-json';
 
 /** Claims of a key that keeps being freed under it, before its request is told to retry. */
 const CLAIM_ATTEMPTS = 3;
+
+/**
+ * An answer recorded in full, status, headers and JSON text, written as it is by the one JSON
+ * writer: what a request with an `Idempotency-Key` stores, so that the first answer and every
+ * repeat of it are the same bytes.
+ */
+export interface RecordedAnswer extends JsonText {
+  readonly status: number;
+  /** Headers of the answer itself (`Location`, `Retry-After` of an error), not the service's own. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export function recordedAnswer(
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  text: string,
+): RecordedAnswer {
+  return new JsonText(text, headers, status) as RecordedAnswer;
+}
 
 /** A request with a key: whose, which key, and what it asks. */
 export interface KeyedRequest {
@@ -113,7 +132,7 @@ export class IdempotencyStore {
       if (held.status === null) return { outcome: 'in-flight' };
       return {
         outcome: 'replay',
-        answer: new RecordedAnswer(
+        answer: recordedAnswer(
           held.status,
           JSON.parse(held.headers ?? '{}') as Record<string, string>,
           held.body ?? '',
@@ -139,7 +158,7 @@ export class IdempotencyStore {
       leaseId,
       answer.status,
       JSON.stringify(answer.headers),
-      answer.body,
+      answer.text,
     ]);
     return changed === 1;
   }

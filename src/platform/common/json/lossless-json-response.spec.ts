@@ -49,6 +49,12 @@ const BODIES: Record<string, unknown> = {
   error: { error: 404, message: 'no plant with id 5 exists' },
   // JSON written already, with a header of its answer
   versioned: new JsonText('{"id":5,"name":"Ivy"}', { ETag: '"3"' }),
+  // an answer recorded under an Idempotency-Key, replayed whatever the route's status
+  recorded: new JsonText(
+    '{"error":400,"message":"a plant with id 5 already exists"}',
+    { 'Idempotent-Replayed': 'true' },
+    400,
+  ),
 };
 
 async function ask(
@@ -160,5 +166,18 @@ describe('useLosslessJsonResponses', () => {
       'If-None-Match': '"2"',
     });
     expect([stale.status, stale.body]).toEqual([200, '{"id":5,"name":"Ivy"}']);
+  });
+
+  it("answers with the status JSON written already carries, over the route's", async () => {
+    const ours = await listening(app(false, false));
+    const answer = await ask(ours, 'POST', '/answer?body=recorded&status=201');
+    expect(answer).toEqual({
+      status: 400,
+      headers: expect.objectContaining({
+        'idempotent-replayed': 'true',
+        'content-type': 'application/json; charset=utf-8',
+      }) as unknown,
+      body: '{"error":400,"message":"a plant with id 5 already exists"}',
+    });
   });
 });

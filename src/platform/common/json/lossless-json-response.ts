@@ -29,7 +29,8 @@ function writtenAsIs(response: Response): boolean {
  * Replaces `res.json` on one express app so that every JSON answer (handlers, the exception
  * filter, health) writes int64 bigints as exact JSON numbers; JSON.stringify throws on bigint.
  * The usual answer is written here, with the headers `res.send` would give it, in the same
- * order; the rest (and every answer while ETags are on) goes through `res.send`.
+ * order; the rest (and every answer while ETags are on) goes through `res.send`. A JsonText
+ * brings its own headers, and its status when it has one.
  */
 export function useLosslessJsonResponses(expressApp: {
   response: Response;
@@ -39,7 +40,8 @@ export function useLosslessJsonResponses(expressApp: {
     body: unknown,
   ) {
     const text = stringifyLosslessJson(body);
-    if (body instanceof JsonText && body.headers) {
+    if (body instanceof JsonText) {
+      if (body.status !== undefined) this.status(body.status);
       for (const name in body.headers) this.setHeader(name, body.headers[name]);
     }
     if (writtenAsIs(this)) {

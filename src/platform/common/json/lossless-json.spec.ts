@@ -44,6 +44,23 @@ describe('stringifyLosslessJson', () => {
     expect(stringifyLosslessJson({ text: '[]' })).toBe('{"text":"[]"}');
   });
 
+  it('writes a value once, with its headers, and adds headers keeping text and status', () => {
+    const written = JsonText.of({ id: 5n, tag: null }, { ETag: '"2"' });
+    expect([written.text, written.headers, written.status]).toEqual([
+      '{"id":5}',
+      { ETag: '"2"' },
+      undefined,
+    ]);
+    const replayed = new JsonText('{}', { Location: '/x' }, 201).with({
+      'Idempotent-Replayed': 'true',
+    });
+    expect([replayed.text, replayed.headers, replayed.status]).toEqual([
+      '{}',
+      { Location: '/x', 'Idempotent-Replayed': 'true' },
+      201,
+    ]);
+  });
+
   it('writes bigints as exact JSON numbers', () => {
     expect(
       stringifyLosslessJson({ id: -9223372036854775808n, name: 'x' }),

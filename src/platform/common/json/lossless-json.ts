@@ -22,14 +22,35 @@ const omitNullMembers = (_key: string, value: unknown) =>
 
 /**
  * JSON written already, by a writer that writes as stringifyLosslessJson does (a page of a
- * list, whose rows were written as they were measured): an answer sends its text as it is.
+ * list, whose rows were written as they were measured; an answer recorded under an
+ * `Idempotency-Key`): an answer sends its text as it is, with its headers and status
+ * (lossless-json-response.ts).
  */
 export class JsonText {
   constructor(
     readonly text: string,
     /** Headers of the answer that carries it (a resource's `ETag`, say). */
     readonly headers?: Readonly<Record<string, string>>,
+    /** The answer's status, when it is not the route's: a recorded answer's, replayed. */
+    readonly status?: number,
   ) {}
+
+  /** `value` written as every answer writes it, carrying `headers` (`ETag`, `Location`). */
+  static of(
+    value: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ): JsonText {
+    return new JsonText(stringifyLosslessJson(value), headers);
+  }
+
+  /** The same text and status, with `headers` too. */
+  with(headers: Readonly<Record<string, string>>): JsonText {
+    return new JsonText(
+      this.text,
+      { ...this.headers, ...headers },
+      this.status,
+    );
+  }
 }
 
 /**
