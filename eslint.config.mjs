@@ -23,8 +23,9 @@ const PERSISTENCE_PATTERNS = [
 
 // The platform beneath, the product above (docs/architecture.md, "Layers"): src/platform/ is
 // what every module builds on, and imports none of them nor the app; a module in src/modules/
-// imports the platform, and of another module only what it publishes: its events and the DTOs
-// they carry, for modules meet through events. The app's own files (main.ts, app.module.ts,
+// imports the platform, each part through its public surface (the part's index.ts), and of
+// another module only what it publishes: its events and the DTOs they carry, for modules meet
+// through events. The app's own files (main.ts, app.module.ts,
 // cli/, openapi/) put the two together.
 const LAYERS_DOC = 'docs/architecture.md, "Layers"';
 
@@ -47,6 +48,11 @@ function leavesModule(depth) {
     {
       regex: `^(\\.\\./){${depth + 1}}(?!platform/|\\.\\./test/helpers/)`,
       message: `a module imports the platform (src/platform/), not the app (${LAYERS_DOC})`,
+    },
+    {
+      // a part is a folder of src/platform/, or of src/platform/common/
+      regex: `^(\\.\\./){${depth + 1}}platform/(?!common/)[\\w-]+/|^(\\.\\./){${depth + 1}}platform/common/[\\w-]+/`,
+      message: `a module imports a part of the platform through its public surface, its folder (platform/database, platform/common/json), never a file inside it (${LAYERS_DOC})`,
     },
   ];
 }

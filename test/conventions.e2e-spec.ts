@@ -35,8 +35,18 @@ const PROBES: Record<string, [string, string, string?]> = {
     'platform/common/json',
   ],
   'a module importing the platform and itself': [
-    "import { EventCatalogue } from '../../../platform/events/event-catalogue';\nimport { ScopeCatalogue } from '../../../platform/auth/scopes';\nimport { PLANT_SCOPES } from '../plant.scopes';",
-    'void EventCatalogue;\n  void ScopeCatalogue;\n  void PLANT_SCOPES;\n  await Promise.resolve();',
+    "import { EventCatalogue } from '../../../platform/events';\nimport { JsonText } from '../../../platform/common/json';\nimport { PLANT_SCOPES } from '../plant.scopes';",
+    'void EventCatalogue;\n  void JsonText;\n  void PLANT_SCOPES;\n  await Promise.resolve();',
+    'modules/plants/dto',
+  ],
+  'a module importing a file inside a part of the platform': [
+    "import { EventCatalogue } from '../../platform/events/event-catalogue';",
+    'void EventCatalogue;\n  await Promise.resolve();',
+    'modules/plants',
+  ],
+  'a module importing a file inside a part of common': [
+    "import { JsonText } from '../../../platform/common/json/lossless-json';",
+    'void JsonText;\n  await Promise.resolve();',
     'modules/plants/dto',
   ],
   "a module importing another's events and the DTOs they carry": [
@@ -143,6 +153,20 @@ describe('conventions enforced by lint (eslint.config.mjs)', () => {
       ),
     ]);
   });
+
+  it.each([
+    'a module importing a file inside a part of the platform',
+    'a module importing a file inside a part of common',
+  ])(
+    'refuses %s: a module uses a part through its public surface (its index.ts)',
+    (label) => {
+      expect(messagesOf.get(label)).toEqual([
+        expect.stringMatching(
+          /^@typescript-eslint\/no-restricted-imports: .*a module imports a part of the platform through its public surface/,
+        ),
+      ]);
+    },
+  );
 
   it('refuses a module importing the app', () => {
     expect(messagesOf.get('a module importing the app')).toEqual([

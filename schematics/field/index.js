@@ -259,7 +259,7 @@ function settingsOf(options, tree) {
     throw refuse(`${entityPath} has a field ${name} already`);
   }
   const Singular = strings.classify(singular);
-  const columnsFrom = `${toPlatform(moduleDir)}/database/columns`;
+  const columnsFrom = `${toPlatform(moduleDir)}/database`;
   const columnImport =
     kind.columnImport.from === 'columns'
       ? { ...kind.columnImport, from: columnsFrom }
@@ -268,10 +268,10 @@ function settingsOf(options, tree) {
     symbol: call.replace(/\(.*$/, ''),
     from:
       from === 'validators'
-        ? `${toPlatform(join(moduleDir, 'dto'))}/common/validation/validators`
+        ? `${toPlatform(join(moduleDir, 'dto'))}/common/validation`
         : 'class-validator',
   }));
-  const int64From = `${toPlatform(join(moduleDir, 'dto'))}/common/validation/int64.decorators`;
+  const int64From = `${toPlatform(join(moduleDir, 'dto'))}/common/validation`;
   return {
     name,
     type,

@@ -86,7 +86,7 @@ function job(options) {
 /** The job's file. */
 function source({ jobName, className, every, platform }) {
   return `import { Logger } from '@nestjs/common';
-import { Job, type JobRun, type PeriodicJob } from '${platform}/jobs/job.decorator';
+import { Job, type JobRun, type PeriodicJob } from '${platform}/jobs';
 
 /** Rows one batch handles: a short transaction. */
 const BATCH = 500;

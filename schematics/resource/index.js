@@ -458,13 +458,13 @@ function withPartsRegistered(source, path, settings, kind) {
     { symbol: 'TypeOrmModule', from: '@nestjs/typeorm' },
     {
       symbol: 'EventsModule',
-      from: `${settings.toPlatform}/events/events.module`,
+      from: `${settings.toPlatform}/events`,
     },
     ...(settings.declaresScopes
       ? [
           {
             symbol: 'ScopesModule',
-            from: `${settings.toPlatform}/auth/scopes.module`,
+            from: `${settings.toPlatform}/auth`,
           },
           { symbol: `${CONSTANT}_SCOPES`, from: `./${singular}.scopes` },
         ]

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { stringifyLosslessJson } from '../../platform/common/json/lossless-json';
+import { stringifyLosslessJson } from '../../platform/common/json';
 import type { PlantRow } from './plants.repository';
 import { plantJson } from './plants.service';
 

@@ -2,7 +2,7 @@ import { Column, Entity, Index } from 'typeorm';
 import {
   Int64PrimaryColumn,
   VersionNumberColumn,
-} from '../../platform/database/columns';
+} from '../../platform/database';
 
 // Keyset pages filtered by tag scan one of these, from the cursor on: a tag shorter than
 // TAG_PREFIX_LENGTH characters is its own entry in the index on the first TAG_PREFIX_LENGTH

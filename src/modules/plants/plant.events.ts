@@ -1,4 +1,4 @@
-import type { EventDefinition } from '../../platform/events/event-definition';
+import type { EventDefinition } from '../../platform/events';
 import { CreatePlantDto } from './dto/create-plant.dto';
 
 /**

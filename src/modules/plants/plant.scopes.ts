@@ -1,4 +1,4 @@
-import type { ScopeDefinitions } from '../../platform/auth/scopes';
+import type { ScopeDefinitions } from '../../platform/auth';
 
 export const PLANT_SCOPES = {
   'plants:read': { description: 'list and read plants', byDefault: true },

@@ -24,21 +24,20 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { RequireScopes } from '../../platform/auth/decorators/require-scopes.decorator';
-import { Idempotent } from '../../platform/idempotency/idempotent.decorator';
-import { etagOf, versionsOf } from '../../platform/common/concurrency/versions';
+import { RequireScopes } from '../../platform/auth';
+import { Idempotent } from '../../platform/idempotency';
 import {
   ApiIfMatch,
   ApiIfNoneMatch,
   ETAG_HEADER,
-} from '../../platform/common/concurrency/versions-openapi';
-import { ErrorBody } from '../../platform/common/errors/error-body.dto';
-import { errorExamples } from '../../platform/common/errors/error-examples';
-import { INT64_RANGE_MESSAGE } from '../../platform/common/json/int64';
-import { JsonText } from '../../platform/common/json/lossless-json';
-import { publicBaseUrlOf } from '../../platform/http/public-base-url';
-import { Int64Param } from '../../platform/common/validation/int64.decorators';
-import { appConfig, type AppConfig } from '../../platform/config/app.config';
+  etagOf,
+  versionsOf,
+} from '../../platform/common/concurrency';
+import { ErrorBody, errorExamples } from '../../platform/common/errors';
+import { INT64_RANGE_MESSAGE, JsonText } from '../../platform/common/json';
+import { publicBaseUrlOf } from '../../platform/http';
+import { Int64Param } from '../../platform/common/validation';
+import { appConfig, type AppConfig } from '../../platform/config';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { ListPlantsQueryDto, MAX_PAGE_SIZE } from './dto/list-plants-query.dto';
 import { EXAMPLE_PLANT_ID, PlantDto } from './dto/plant.dto';

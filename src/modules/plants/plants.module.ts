@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ScopesModule } from '../../platform/auth/scopes.module';
-import { EventsModule } from '../../platform/events/events.module';
+import { ScopesModule } from '../../platform/auth';
+import { EventsModule } from '../../platform/events';
 import { Plant } from './plant.entity';
 import { PLANT_EVENTS } from './plant.events';
 import { PLANT_SCOPES } from './plant.scopes';

@@ -1,11 +1,11 @@
 import type { DataSource } from 'typeorm';
-import { createDataSourceOptions } from '../../platform/database/data-source-options';
 import {
+  createDataSourceOptions,
   DuplicateKeyError,
   isDatabaseUnavailable,
-} from '../../platform/database/database-errors';
-import { PortableDataSource } from '../../platform/database/portable-data-source';
-import { OutboxEvent } from '../../platform/events/outbox-event.entity';
+  PortableDataSource,
+} from '../../platform/database';
+import { OutboxEvent } from '../../platform/events';
 import { Plant } from './plant.entity';
 import {
   isLongTag,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { EntitySql } from '../../platform/database/entity-sql';
+import { EntitySql } from '../../platform/database';
 import { Plant } from './plant.entity';
 
 export interface PlantPageQuery {

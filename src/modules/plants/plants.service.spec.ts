@@ -3,8 +3,8 @@ import {
   HttpStatus,
   NotFoundException,
 } from '@nestjs/common';
-import { HttpErrorWithHeaders } from '../../platform/common/errors/http-error-with-headers';
-import { DuplicateKeyError } from '../../platform/database/database-errors';
+import { HttpErrorWithHeaders } from '../../platform/common/errors';
+import { DuplicateKeyError } from '../../platform/database';
 import { NOTHING_TO_CHANGE } from './dto/update-plant.dto';
 import { Plant } from './plant.entity';
 import type {

@@ -3,12 +3,9 @@ import {
   Injectable,
   NotFoundException,
 } from '@nestjs/common';
-import {
-  PageFiller,
-  type JsonPage,
-} from '../../platform/common/pagination/byte-bounded-page';
-import { staleVersion } from '../../platform/common/concurrency/versions';
-import { DuplicateKeyError } from '../../platform/database/database-errors';
+import { type JsonPage, PageFiller } from '../../platform/common/pagination';
+import { staleVersion } from '../../platform/common/concurrency';
+import { DuplicateKeyError } from '../../platform/database';
 import { CreatePlantDto } from './dto/create-plant.dto';
 import { NOTHING_TO_CHANGE, UpdatePlantDto } from './dto/update-plant.dto';
 import { Plant } from './plant.entity';

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import {
   parseLosslessJson,
   stringifyLosslessJson,
-} from '../../platform/common/json/lossless-json';
+} from '../../platform/common/json';
 import type {
   ClaimedDelivery,
   EventToSend,

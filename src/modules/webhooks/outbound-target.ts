@@ -1,7 +1,7 @@
 import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { firstUnprintable } from '../../platform/common/text/unprintable';
+import { firstUnprintable } from '../../platform/common/text';
 
 /**
  * IPv4-compatible IPv6 (::/96, deprecated by RFC 4291): it embeds an IPv4 address, loopback

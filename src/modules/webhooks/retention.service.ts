@@ -11,17 +11,19 @@ import {
   type SelectQueryBuilder,
 } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
-import { EventHandlerState } from '../../platform/events/event-handler.entity';
-import { HANDLER_RETIRED_AFTER_MS } from '../../platform/events/event-handlers.service';
-import { STORED_TIME_SLACK_MS } from '../../platform/database/database-clock.service';
-import { OutboxEvent } from '../../platform/events/outbox-event.entity';
+import {
+  EventHandlerState,
+  HANDLER_RETIRED_AFTER_MS,
+  OutboxEvent,
+} from '../../platform/events';
+import { STORED_TIME_SLACK_MS } from '../../platform/database';
 import { CLAIM_MARGIN_MS } from './lane-pace';
 import {
   Job,
   type JobRun,
   type JobSchedule,
   type PeriodicJob,
-} from '../../platform/jobs/job.decorator';
+} from '../../platform/jobs';
 import type { DeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';

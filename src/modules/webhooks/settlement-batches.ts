@@ -1,4 +1,4 @@
-import type { EntitySql } from '../../platform/database/entity-sql';
+import type { EntitySql } from '../../platform/database';
 import type { ClaimedDelivery, Settlement } from './delivery-store';
 import type { WebhookDelivery } from './webhook-delivery.entity';
 

@@ -7,8 +7,8 @@ import {
   type Repository,
   type SelectQueryBuilder,
 } from 'typeorm';
-import { EntitySql } from '../../platform/database/entity-sql';
-import { OutboxEvent } from '../../platform/events/outbox-event.entity';
+import { EntitySql } from '../../platform/database';
+import { OutboxEvent } from '../../platform/events';
 import {
   type ClaimedDelivery,
   type DeliveryStore,

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-import { SmallIntegerColumn } from '../../platform/database/columns';
+import { SmallIntegerColumn } from '../../platform/database';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 

@@ -7,15 +7,15 @@ import {
 } from '@nestjs/common';
 import { setMaxListeners } from 'node:events';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
-import { DatabaseAvailabilityService } from '../../platform/database/database-availability.service';
-import { DatabaseClockService } from '../../platform/database/database-clock.service';
-import { StoreFenceService } from '../../platform/database/store-fence.service';
 import {
+  DatabaseAvailabilityService,
+  DatabaseClockService,
   isDatabaseBusy,
   isDatabaseUnavailable,
-} from '../../platform/database/database-errors';
-import { Metrics } from '../../platform/metrics/metrics';
-import { traced } from '../../platform/tracing/tracing';
+  StoreFenceService,
+} from '../../platform/database';
+import { Metrics } from '../../platform/metrics';
+import { traced } from '../../platform/tracing';
 import { DeliveryEngine } from './delivery-engine';
 import {
   type AttemptContext,

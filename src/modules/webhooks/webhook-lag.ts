@@ -2,12 +2,8 @@ import { Inject, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull, Not } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
-import { EntitySql } from '../../platform/database/entity-sql';
-import {
-  Job,
-  type JobRun,
-  type PeriodicJob,
-} from '../../platform/jobs/job.decorator';
+import { EntitySql } from '../../platform/database';
+import { Job, type JobRun, type PeriodicJob } from '../../platform/jobs';
 import { WebhookSubscription } from './webhook-subscription.entity';
 
 /** How often every subscription's lag is looked at. */

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, IsNull } from 'typeorm';
-import { DatabaseAvailabilityService } from '../../platform/database/database-availability.service';
-import { EventLog } from '../../platform/events/event-log.entity';
-import { Metrics } from '../../platform/metrics/metrics';
+import { DatabaseAvailabilityService } from '../../platform/database';
+import { EventLog } from '../../platform/events';
+import { Metrics } from '../../platform/metrics';
 import { conditionOf } from './receiver-state';
 import { lagOf, subscriptionLags } from './webhook-lag';
 import { WebhookDelivery } from './webhook-delivery.entity';

@@ -3,7 +3,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
 import { describeUrlProblem, publicOnlyLookup } from './outbound-target';
-import type { AttemptResult } from '../../platform/metrics/metrics';
+import type { AttemptResult } from '../../platform/metrics';
 import { signWebhook } from './webhook-signature';
 
 /** A receiver's answer is read this far at most; only its status matters. */

@@ -7,10 +7,7 @@ import {
   PrimaryColumn,
   type ValueTransformer,
 } from 'typeorm';
-import {
-  Int64Column,
-  SmallIntegerColumn,
-} from '../../platform/database/columns';
+import { Int64Column, SmallIntegerColumn } from '../../platform/database';
 
 /** Active subscriptions at most: the database holds the cap, whatever runs concurrently. */
 export const MAX_ACTIVE_SUBSCRIPTIONS = 100;

@@ -19,11 +19,10 @@ import {
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
-import { RequireScopes } from '../../platform/auth/decorators/require-scopes.decorator';
-import { ErrorBody } from '../../platform/common/errors/error-body.dto';
-import { errorExamples } from '../../platform/common/errors/error-examples';
-import { UuidParam } from '../../platform/common/validation/uuid-param.decorator';
-import { Idempotent } from '../../platform/idempotency/idempotent.decorator';
+import { RequireScopes } from '../../platform/auth';
+import { ErrorBody, errorExamples } from '../../platform/common/errors';
+import { UuidParam } from '../../platform/common/validation';
+import { Idempotent } from '../../platform/idempotency';
 import { CallableUrlPipe } from './callable-url.pipe';
 import {
   CreateWebhookSubscriptionDto,

@@ -1,8 +1,8 @@
 import { ConfigModule } from '@nestjs/config';
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ScopesModule } from '../../platform/auth/scopes.module';
-import { EventsModule } from '../../platform/events/events.module';
+import { ScopesModule } from '../../platform/auth';
+import { EventsModule } from '../../platform/events';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { WebhookSubscription } from './webhook-subscription.entity';
 import { WebhookSubscriptionsController } from './webhook-subscriptions.controller';

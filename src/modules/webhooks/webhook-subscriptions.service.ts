@@ -1,5 +1,7 @@
-import { IdempotencyStore } from '../../platform/idempotency/idempotency.store';
-import { currentIdempotencyKey } from '../../platform/idempotency/idempotency.runner';
+import {
+  currentIdempotencyKey,
+  IdempotencyStore,
+} from '../../platform/idempotency';
 import { EMPTY_EVENTS_MESSAGE } from './dto/create-webhook-subscription.dto';
 import {
   BadRequestException,
@@ -12,13 +14,8 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { randomInt, randomUUID } from 'node:crypto';
 import { DataSource, In, IsNull, Repository } from 'typeorm';
 import { webhooksConfig, type WebhooksConfig } from './webhooks.config';
-import {
-  DatabaseBusyError,
-  isUniqueViolation,
-} from '../../platform/database/database-errors';
-import { EventCatalogue } from '../../platform/events/event-catalogue';
-import { EventLog } from '../../platform/events/event-log.entity';
-import { OutboxEvent } from '../../platform/events/outbox-event.entity';
+import { DatabaseBusyError, isUniqueViolation } from '../../platform/database';
+import { EventCatalogue, EventLog, OutboxEvent } from '../../platform/events';
 import { describeResolvedProblem, describeUrlProblem } from './outbound-target';
 import { WebhookDelivery } from './webhook-delivery.entity';
 import { createSigningSecret } from './webhook-signature';

@@ -1,4 +1,4 @@
-import type { ScopeDefinitions } from '../../platform/auth/scopes';
+import type { ScopeDefinitions } from '../../platform/auth';
 
 export const WEBHOOK_SCOPES = {
   'webhooks:manage': {

@@ -3,7 +3,7 @@ import {
   moduleSettingNames,
   parseEnvironment,
   unknownSettingWarnings,
-} from '../../platform/config/environment';
+} from '../../platform/config';
 import { readWebhooksConfig, webhooksConfig } from './webhooks.config';
 
 describe('readWebhooksConfig', () => {

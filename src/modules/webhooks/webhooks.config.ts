@@ -1,9 +1,5 @@
 import { registerAs } from '@nestjs/config';
-import { ConfigError } from '../../platform/config/environment';
-import {
-  declareSettings,
-  setting,
-} from '../../platform/config/module-settings';
+import { ConfigError, declareSettings, setting } from '../../platform/config';
 
 /** The webhooks' settings (docs/configuration.md, "Module settings"). */
 const readSettings = declareSettings('webhooks', {

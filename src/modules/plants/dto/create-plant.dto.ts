@@ -1,10 +1,10 @@
 import { ApiSchema } from '@nestjs/swagger';
 import { ValidateIf } from 'class-validator';
-import { Int64Property } from '../../../platform/common/validation/int64.decorators';
 import {
+  Int64Property,
   IsUnicodeString,
   MaxUtf8Bytes,
-} from '../../../platform/common/validation/validators';
+} from '../../../platform/common/validation';
 import { EXAMPLE_PLANT_ID } from './plant.dto';
 
 /**

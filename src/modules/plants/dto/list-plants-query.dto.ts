@@ -1,7 +1,9 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
-import { IntegerQueryProperty } from '../../../platform/common/validation/integer-query.decorator';
-import { Int64Property } from '../../../platform/common/validation/int64.decorators';
+import {
+  Int64Property,
+  IntegerQueryProperty,
+} from '../../../platform/common/validation';
 import { EXAMPLE_PLANT_ID } from './plant.dto';
 
 export const DEFAULT_PAGE_SIZE = 100;

@@ -1,5 +1,5 @@
 import { ApiSchema } from '@nestjs/swagger';
-import { Int64Property } from '../../../platform/common/validation/int64.decorators';
+import { Int64Property } from '../../../platform/common/validation';
 
 /**
  * The spec's Plant, with the optional int64 id the service adds (docs/decisions.md, "What a

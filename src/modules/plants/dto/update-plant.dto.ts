@@ -3,7 +3,7 @@ import { ValidateIf } from 'class-validator';
 import {
   IsUnicodeString,
   MaxUtf8Bytes,
-} from '../../../platform/common/validation/validators';
+} from '../../../platform/common/validation';
 import { MAX_TAG_BYTES } from './create-plant.dto';
 
 /** A change with neither field: other fields, the id among them, are never changed. */

@@ -3,7 +3,7 @@ import {
   createEventTrigger,
   dropEventTrigger,
   type EventTrigger,
-} from '../../../platform/events/event-triggers';
+} from '../../../platform/events';
 
 /** Frozen with this migration: a later change to the trigger is a migration of its own. */
 const PLANT_UPDATED: EventTrigger = {

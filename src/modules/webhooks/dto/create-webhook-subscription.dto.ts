@@ -7,10 +7,7 @@ import {
   IsString,
 } from 'class-validator';
 import { ValidateIf } from 'class-validator';
-import {
-  EVENT_TYPE_ENUM,
-  MAX_EVENT_TYPES,
-} from '../../../platform/events/event-catalogue';
+import { EVENT_TYPE_ENUM, MAX_EVENT_TYPES } from '../../../platform/events';
 
 // which types exist is known at boot: WebhookSubscriptionsService.add checks them
 const EVENTS_MESSAGE =

@@ -1,4 +1,4 @@
-import { IntegerQueryProperty } from '../../../platform/common/validation/integer-query.decorator';
+import { IntegerQueryProperty } from '../../../platform/common/validation';
 
 const DEFAULT_DELIVERIES = 20;
 export const MAX_DELIVERIES_PAGE = 100;

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { EVENT_TYPE_ENUM } from '../../../platform/events/event-catalogue';
+import { EVENT_TYPE_ENUM } from '../../../platform/events';
 import type { DeliveryRecord } from '../webhook-subscriptions.service';
 
 const STATUSES = ['pending', 'delivered', 'failed', 'cancelled'];

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
-import { EVENT_TYPE_ENUM } from '../../../platform/events/event-catalogue';
+import { EVENT_TYPE_ENUM } from '../../../platform/events';
 import type { WebhookSubscription } from '../webhook-subscription.entity';
 
 /** A subscription as the API shows it: never its secret, except once, at creation. */

@@ -1,0 +1,2 @@
+/** Checks of text a client sends. */
+export { firstUnprintable } from './unprintable';

@@ -1,0 +1,7 @@
+/** Periodic jobs: once per tick across every instance. */
+export {
+  Job,
+  type JobRun,
+  type JobSchedule,
+  type PeriodicJob,
+} from './job.decorator';

@@ -1,0 +1,2 @@
+/** The Prometheus metrics every instance exposes. */
+export { Metrics, type AttemptResult } from './metrics';

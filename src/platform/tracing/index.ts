@@ -1,0 +1,2 @@
+/** OpenTelemetry spans, when tracing is on. */
+export { traced } from './tracing';
