@@ -1,5 +1,5 @@
 // @ts-check
-// npm run bench:callgrind [-- --scenarios get-by-id,post,list --requests 2500 --warmup 500
+// npm run bench:callgrind [-- --scenarios get-by-id,post,post-keyed,list --requests 2500 --warmup 500
 //                            --service-env KEY=VALUE[,...]]
 // Instructions per request, counted by valgrind's callgrind rather than timed: the built app
 // runs in one process and requests are injected into it (light-my-request: no sockets, no
@@ -25,6 +25,15 @@ const SCENARIOS = {
     url: '/plants',
     headers: { 'content-type': 'application/json' },
     payload: `{"id":${1_000_000 + i},"name":"Bench Basil","tag":"herb"}`,
+  }),
+  'post-keyed': (i) => ({
+    method: 'POST',
+    url: '/plants',
+    headers: {
+      'content-type': 'application/json',
+      'idempotency-key': `callgrind-${i}`,
+    },
+    payload: `{"id":${2_000_000 + i},"name":"Bench Basil","tag":"herb"}`,
   }),
   list: () => ({ method: 'GET', url: '/plants?limit=100' }),
 };

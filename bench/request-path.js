@@ -5,7 +5,9 @@
 // alone, three times, and a file counts when a function of it ran all three times, so that a
 // background loop's tick (the dispatcher's, a job's, the fence's look) that happened to fall
 // in one window does not. Prints, for a create with an Idempotency-Key, one without, and a
-// read by id, the number of project files (src/, as built) and which they are.
+// read by id, the number of project files (src/, as built) whose code runs and which they are,
+// and apart from them the files the request only reads a constant or a class of (SWC's
+// CommonJS output reads an imported binding through a getter of the file that exports it).
 'use strict';
 const { existsSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
@@ -53,7 +55,7 @@ async function main() {
     );
 
   const measure = async (what, request) => {
-    /** @type {Set<string> | undefined} */
+    /** @type {Map<string, boolean> | undefined} */
     let passed;
     for (let round = 0; round < ROUNDS; round += 1) {
       rmSync(out, { force: true });
@@ -64,25 +66,47 @@ async function main() {
       service.service.kill('SIGUSR2');
       await waitForFile(out);
       await sleep(20);
-      const files = new Set(
-        /** @type {string[]} */ (JSON.parse(readFileSync(out, 'utf8')))
-          .map((url) => url.replace(/^file:\/\//, ''))
-          .filter(
-            (path) =>
-              path.startsWith(join(ROOT, 'dist')) &&
-              !path.includes('node_modules'),
-          )
-          .map((path) =>
-            relative(join(ROOT, 'dist'), path).replace(/\.js$/, '.ts'),
-          ),
-      );
+      /** @type {Map<string, boolean>} each file, and whether only its getters ran */
+      const files = new Map();
+      for (const {
+        url,
+        onlyGetters,
+      } of /** @type {{url: string, onlyGetters: boolean}[]} */ (
+        JSON.parse(readFileSync(out, 'utf8'))
+      )) {
+        const path = url.replace(/^file:\/\//, '');
+        if (
+          !path.startsWith(join(ROOT, 'dist')) ||
+          path.includes('node_modules')
+        )
+          continue;
+        files.set(
+          relative(join(ROOT, 'dist'), path).replace(/\.js$/, '.ts'),
+          onlyGetters,
+        );
+      }
       passed = passed
-        ? new Set([...passed].filter((file) => files.has(file)))
+        ? new Map(
+            [...passed]
+              .filter(([file]) => files.has(file))
+              .map(([file, onlyGetters]) => [
+                file,
+                onlyGetters && files.get(file) === true,
+              ]),
+          )
         : files;
     }
-    const sorted = [...(passed ?? [])].sort();
-    console.log(`${what}: ${sorted.length} files of src/`);
-    for (const file of sorted) console.log(`  ${file}`);
+    const entries = [...(passed ?? [])].sort(([a], [b]) => a.localeCompare(b));
+    const running = entries.filter(([, onlyGetters]) => !onlyGetters);
+    const lending = entries.filter(([, onlyGetters]) => onlyGetters);
+    console.log(
+      `${what}: ${running.length} files of src/ run code (${entries.length} with the ${lending.length} it reads only a constant or class of)`,
+    );
+    for (const [file] of running) console.log(`  ${file}`);
+    if (lending.length > 0) {
+      console.log(`  only a constant or class of:`);
+      for (const [file] of lending) console.log(`    ${file}`);
+    }
   };
 
   try {

@@ -270,7 +270,7 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     const folder = join(copy, 'src/modules/garden-beds');
     writeFileSync(
       join(folder, 'garden-beds.settings.ts'),
-      `import { defineSettings, setting } from '../../platform/config/module-settings';
+      `import { defineSettings, setting } from '../../platform/config';
 
 export const gardenBedsSettings = defineSettings('garden-beds', {
   GARDEN_BEDS_OVERDUE_INTERVAL: setting.duration({
@@ -289,7 +289,7 @@ import {
   EventHandler,
   type HandledEvent,
   type HandlesEvents,
-} from '../../platform/events/event-handler.decorator';
+} from '../../platform/events';
 import { CreatePlantDto } from '../plants/dto/create-plant.dto';
 import { PLANT_DELETED } from '../plants/plant.events';
 import { GardenBed } from './garden-bed.entity';

@@ -342,7 +342,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     ).toBe(true);
     expect(
       flat.readContent('src/modules/catalogue/fixture-seed-trays.module.ts'),
-    ).toContain("from '../../platform/auth/scopes.module'");
+    ).toContain("from '../../platform/auth'");
     expect(flat.readContent('src/app.module.ts')).toContain(
       "import { FixtureSeedTraysModule } from './modules/catalogue/fixture-seed-trays.module';",
     );
@@ -351,7 +351,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       nested.readContent(
         'src/modules/catalogue/fixture-seed-trays/dto/create-fixture-seed-tray.dto.ts',
       ),
-    ).toContain("from '../../../../platform/common/validation/validators'");
+    ).toContain("from '../../../../platform/common/validation'");
   });
 
   describe('refuses, before writing anything,', () => {
@@ -569,8 +569,8 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
         [
           "import { Module } from '@nestjs/common';",
           "import { TypeOrmModule } from '@nestjs/typeorm';",
-          "import { EventsModule } from '../../platform/events/events.module';",
-          "import { ScopesModule } from '../../platform/auth/scopes.module';",
+          "import { EventsModule } from '../../platform/events';",
+          "import { ScopesModule } from '../../platform/auth';",
           "import { FIXTURE_SOIL_TEST_SCOPES } from './fixture-soil-test.scopes';",
           "import { FixtureSoilTest } from './fixture-soil-test.entity';",
           "import { FIXTURE_SOIL_TEST_ADDED } from './fixture-soil-test.events';",
@@ -669,7 +669,7 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
       expect(job).toContain("@Job('fixture-seed-trays.overdue')");
       expect(job).toContain('export class OverdueJob implements PeriodicJob');
       expect(job).toContain("readonly schedule = { every: '5m' };");
-      expect(job).toContain("from '../../platform/jobs/job.decorator';");
+      expect(job).toContain("from '../../platform/jobs';");
       const moduleFile = tree.readContent(
         'src/modules/fixture-seed-trays/fixture-seed-trays.module.ts',
       );

@@ -1,4 +1,4 @@
-import type { Timers } from '../../src/modules/webhooks/dispatch-loop';
+import type { Timers } from '../../src/platform/jobs';
 
 export { seededRandom } from '../helpers/seeded-random';
 
@@ -82,7 +82,10 @@ export class World {
       if (task.cancelled || this.crashed.has(task.owner)) continue;
       const thawsAt = this.frozenUntil.get(task.owner);
       if (thawsAt !== undefined && thawsAt > task.at) {
-        this.push({ ...task, at: thawsAt, order: this.random() });
+        // the same task, so that its owner can still cancel it while frozen
+        task.at = thawsAt;
+        task.order = this.random();
+        this.push(task);
         continue;
       }
       this.now = Math.max(this.now, task.at);

@@ -1,11 +1,6 @@
 import type { DeliveryEngine } from './delivery-engine';
+import { PollingLoop, type Timers } from '../../platform/jobs';
 import type { EngineConfig } from './engine-dependencies';
-
-/** Timers as the loop uses them: the process's own, or the simulation's clock. */
-export interface Timers {
-  set(run: () => void, ms: number): unknown;
-  clear(handle: unknown): void;
-}
 
 export interface LoopOptions {
   timers: Timers;
@@ -30,32 +25,33 @@ export interface LoopOptions {
  * a time.
  */
 export class DispatchLoop {
-  private timer: unknown;
-  private polling = false;
+  private readonly loop: PollingLoop;
   /** A slot freed while a poll ran: poll again as soon as it ends. */
   private pollAgain = false;
   /** Attempts that ended since the last poll began and were replaced by one claimed ahead. */
   private replaced = 0;
   private backlog = false;
-  private stopped = false;
-  /** The poll running now, which stop() waits for. */
-  private running: Promise<void> | undefined;
 
   constructor(
     private readonly engine: DeliveryEngine,
     private readonly config: Pick<EngineConfig, 'maxInFlight'>,
     private readonly options: LoopOptions,
-  ) {}
+  ) {
+    this.loop = new PollingLoop({
+      timers: options.timers,
+      turn: () => this.pollOnce(),
+      // pollOnce reports its own failures
+      failed: () => options.intervalMs,
+    });
+  }
 
   start(): void {
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** No poll starts after this, and the one running has ended when it resolves. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.options.timers.clear(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Under a backlog, a poll waits for this many free slots: one poll fills them all. */
@@ -63,45 +59,28 @@ export class DispatchLoop {
     return Math.max(1, Math.floor(this.config.maxInFlight / 8));
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.options.timers.clear(this.timer);
-    this.timer = this.options.timers.set(() => void this.poll(), ms);
+  private poll(): void {
+    if (this.loop.turning) this.pollAgain = true;
+    else this.loop.wake();
   }
 
-  private async poll(): Promise<void> {
-    if (this.stopped) return;
+  /** One poll; says how long to wait for the next. */
+  private async pollOnce(): Promise<number> {
     if (this.options.fenced?.()) {
       void this.engine.giveBackClaimedAhead();
-      this.schedule(this.options.intervalMs);
-      return;
+      return this.options.intervalMs;
     }
-    if (this.polling) {
-      this.pollAgain = true;
-      return;
-    }
-    this.polling = true;
     this.pollAgain = false;
     this.replaced = 0;
-    this.running = this.pollOnce();
-    await this.running;
-  }
-
-  private async pollOnce(): Promise<void> {
     try {
       ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
         this.attemptEnded(replaced),
       ));
       this.options.onPolled();
     } catch (error) {
-      if (!this.stopped) this.options.onError(error);
-    } finally {
-      this.polling = false;
-      this.running = undefined;
-      this.schedule(
-        this.pollAgain && this.backlog ? 0 : this.options.intervalMs,
-      );
+      if (!this.loop.signal.aborted) this.options.onError(error);
     }
+    return this.pollAgain && this.backlog ? 0 : this.options.intervalMs;
   }
 
   /**
@@ -112,10 +91,10 @@ export class DispatchLoop {
     if (!this.backlog) return;
     if (replaced) {
       this.replaced += 1;
-      if (this.replaced >= this.refillBatch()) void this.poll();
+      if (this.replaced >= this.refillBatch()) this.poll();
       return;
     }
     const free = this.config.maxInFlight - this.engine.attemptsInFlight;
-    if (free >= this.refillBatch()) void this.poll();
+    if (free >= this.refillBatch()) this.poll();
   }
 }

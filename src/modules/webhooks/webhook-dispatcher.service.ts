@@ -16,6 +16,7 @@ import {
 } from '../../platform/database';
 import { Metrics } from '../../platform/metrics';
 import { traced } from '../../platform/tracing';
+import { PROCESS_TIMERS } from '../../platform/jobs';
 import { DeliveryEngine } from './delivery-engine';
 import {
   type AttemptContext,
@@ -61,10 +62,7 @@ export class WebhookDispatcher
       fenced,
     });
     this.loop = new DispatchLoop(this.engine, config, {
-      timers: {
-        set: (run, ms) => setTimeout(run, ms),
-        clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
-      },
+      timers: PROCESS_TIMERS,
       intervalMs: config.pollIntervalMs,
       onPolled: () => this.database.cameBack(),
       onError: (error) => this.pollFailed(error),

@@ -7,4 +7,9 @@ export {
   parseEnvironment,
   unknownSettingWarnings,
 } from './environment';
-export { declareSettings, setting } from './module-settings';
+export {
+  declareSettings,
+  defineSettings,
+  setting,
+  type SettingsOf,
+} from './module-settings';

@@ -6,6 +6,7 @@ import {
   isDatabaseUnavailable,
 } from '../database/database-errors';
 import type { Metrics } from '../metrics/metrics';
+import { PollingLoop } from '../jobs/polling-loop';
 import type { HandledEvent, HandlesEvents } from './event-handler.decorator';
 import type { HandlerRow, HandlerStore, LoggedEvent } from './handler-store';
 
@@ -82,9 +83,15 @@ export function skippedWithinMs(retry: HandlerRetry): number {
  * fakes both.
  */
 export class HandlerLoop {
-  private readonly stopping = new AbortController();
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
+  private readonly loop = new PollingLoop({
+    turn: () => this.turn(),
+    failed: (error) => {
+      if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
+        this.logger.error(error, `event handler ${this.name} could not run`);
+      }
+      return HANDLER_RETRY_BASE_MS;
+    },
+  });
 
   constructor(
     readonly name: string,
@@ -106,32 +113,11 @@ export class HandlerLoop {
   }
 
   start(): void {
-    this.wakeIn(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private wakeIn(ms: number): void {
-    if (this.stopping.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.running = this.turn().then(
-        (next) => this.wakeIn(next),
-        (error: unknown) => {
-          if (!isDatabaseUnavailable(error) && !isDatabaseBusy(error)) {
-            this.logger.error(
-              error,
-              `event handler ${this.name} could not run`,
-            );
-          }
-          this.wakeIn(HANDLER_RETRY_BASE_MS);
-        },
-      );
-    }, ms);
-    this.timer.unref();
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** One turn: the events past its cursor, if any and if it may; says when to look again. */
@@ -178,7 +164,7 @@ export class HandlerLoop {
     let failures = row.failures;
     let renewAt = this.now() + HANDLER_LEASE_MS / 3;
     for (const event of due) {
-      if (this.stopping.signal.aborted) return 0;
+      if (this.loop.signal.aborted) return 0;
       if (this.now() > renewAt) {
         await this.store.renew(
           this.name,
@@ -202,7 +188,7 @@ export class HandlerLoop {
       this.name,
       RETRIES_PER_TURN,
     )) {
-      if (this.stopping.signal.aborted) return;
+      if (this.loop.signal.aborted) return;
       try {
         const handled = await this.store.handleSkipped(
           this.name,

@@ -5,6 +5,12 @@ export {
   MAX_EVENT_TYPES,
 } from './event-catalogue';
 export type { EventDefinition } from './event-definition';
+export {
+  EventHandler,
+  type EventHandlerOptions,
+  type HandledEvent,
+  type HandlesEvents,
+} from './event-handler.decorator';
 export { EventHandlerState } from './event-handler.entity';
 export { HANDLER_RETIRED_AFTER_MS } from './event-handlers.service';
 export { EventLog } from './event-log.entity';

@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/metrics';
 import type { JobRun, PeriodicJob } from './job.decorator';
 import type { JobLeases, RunOutcome } from './job-leases';
 import type { Ticks } from './job-schedule';
+import { PollingLoop } from './polling-loop';
 
 /** Between two batches of a run, so that requests get the database in between (SQLite's one connection). */
 export const BATCH_PAUSE_MS = 20;
@@ -26,11 +27,12 @@ const LONGEST_WAIT_MS = 3_600_000;
 /** What a loop needs of the `scheduled_jobs` rows. */
 export type Leases = Pick<JobLeases, 'claim' | 'renew' | 'end' | 'state'>;
 
-/** One job on one instance: its timer, and its run while one runs. */
+/** One job on one instance: its loop, which takes each tick nobody ran, and runs it. */
 export class JobLoop {
-  private readonly stopping = new AbortController();
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
+  private readonly loop = new PollingLoop({
+    turn: () => this.wake(),
+    failed: () => FAILURE_PAUSE_MS,
+  });
 
   constructor(
     readonly name: string,
@@ -47,30 +49,21 @@ export class JobLoop {
   ) {}
 
   start(): void {
-    this.wakeAt(this.now());
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private wakeAt(at: number): void {
-    if (this.stopping.signal.aborted) return;
-    const wait = Math.min(Math.max(0, at - this.now()), LONGEST_WAIT_MS);
-    this.timer = setTimeout(() => {
-      this.running = this.wake().then(
-        (next) => this.wakeAt(next),
-        () => this.wakeAt(this.now() + FAILURE_PAUSE_MS),
-      );
-    }, wait);
-    // a job never keeps the process alive; shutdown stops it
-    this.timer.unref();
+  /** Takes the latest tick if nobody ran it, runs it, and says how long to wait for the next. */
+  private async wake(): Promise<number> {
+    const at = await this.nextWake();
+    return Math.min(at - this.now(), LONGEST_WAIT_MS);
   }
 
   /** Takes the latest tick if nobody ran it, runs it, and says when to wake next. */
-  private async wake(): Promise<number> {
+  private async nextWake(): Promise<number> {
     const now = this.now();
     if (this.fenced()) return now + FAILURE_PAUSE_MS;
     const tick = this.ticks.latest(now);
@@ -115,7 +108,7 @@ export class JobLoop {
 
   private async run(tick: number): Promise<RunOutcome> {
     const ended = new AbortController();
-    const signal = AbortSignal.any([this.stopping.signal, ended.signal]);
+    const signal = AbortSignal.any([this.loop.signal, ended.signal]);
     let lost = false;
     const renewal = setInterval(() => {
       this.leases
@@ -146,7 +139,7 @@ export class JobLoop {
       outcome = (await this.job.run(run)) === true ? 'backlog' : 'done';
     } catch (error) {
       outcome = 'failed';
-      if (!this.stopping.signal.aborted) this.failed(error, 'failed');
+      if (!this.loop.signal.aborted) this.failed(error, 'failed');
     } finally {
       clearInterval(renewal);
     }
