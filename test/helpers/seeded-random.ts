@@ -12,3 +12,10 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** A whole number from `low` to `high`, both included, drawn from `random`. */
+export function integersBetween(
+  random: () => number,
+): (low: number, high: number) => number {
+  return (low, high) => low + Math.floor(random() * (high - low + 1));
+}

@@ -9,6 +9,7 @@ import {
   STATEMENT_WAIT_MS,
   subscribeReceiver,
 } from './simulated-instance';
+import { integersBetween } from '../helpers/seeded-random';
 import { seededRandom, World } from './world';
 
 export interface BlipReport {
@@ -30,8 +31,7 @@ const START = Date.UTC(2026, 10, 30);
  */
 export async function simulateBlip(seed: number): Promise<BlipReport> {
   const random = seededRandom(seed);
-  const between = (low: number, high: number) =>
-    low + Math.floor(random() * (high - low + 1));
+  const between = integersBetween(random);
   const world = new World(random, START);
   const db = new MemoryDatabase();
   const violations: string[] = [];

@@ -13,6 +13,7 @@ import {
   STATEMENT_WAIT_MS,
   subscribeReceiver,
 } from './simulated-instance';
+import { integersBetween } from '../helpers/seeded-random';
 import { seededRandom, World } from './world';
 
 /** What a receiver beside the healthy one does with every request. */
@@ -67,8 +68,7 @@ const START = Date.UTC(2026, 10, 29);
  */
 export async function simulateFairness(seed: number): Promise<FairnessReport> {
   const random = seededRandom(seed);
-  const between = (low: number, high: number) =>
-    low + Math.floor(random() * (high - low + 1));
+  const between = integersBetween(random);
   const pick = <T>(items: readonly T[]): T =>
     items[Math.floor(random() * items.length)];
   const world = new World(random, START);

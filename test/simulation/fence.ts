@@ -7,6 +7,7 @@ import {
   startSimulatedInstance,
   subscribeReceiver,
 } from './simulated-instance';
+import { integersBetween } from '../helpers/seeded-random';
 import { seededRandom, World } from './world';
 
 export interface FenceReport {
@@ -37,8 +38,7 @@ const START = Date.UTC(2026, 0, 1);
  */
 export async function simulateFence(seed: number): Promise<FenceReport> {
   const random = seededRandom(seed);
-  const between = (low: number, high: number) =>
-    low + Math.floor(random() * (high - low + 1));
+  const between = integersBetween(random);
   const world = new World(random, START);
   const db = new MemoryDatabase();
   const violations: string[] = [];

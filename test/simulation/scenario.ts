@@ -25,6 +25,7 @@ import {
   startSimulatedInstance,
   subscribeReceiver,
 } from './simulated-instance';
+import { integersBetween } from '../helpers/seeded-random';
 import { seededRandom, World } from './world';
 
 const EVENT_TYPES = ['plant.added', 'plant.deleted'];
@@ -102,8 +103,7 @@ export async function simulate(seed: number): Promise<RunReport> {
   const random = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T =>
     items[Math.floor(random() * items.length)];
-  const between = (low: number, high: number) =>
-    low + Math.floor(random() * (high - low + 1));
+  const between = integersBetween(random);
   const world = new World(random, START);
   const db = new MemoryDatabase();
   const config = SIMULATED;

@@ -1,5 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { seededRandom } from '../../../test/helpers/seeded-random';
+import {
+  integersBetween,
+  seededRandom,
+} from '../../../test/helpers/seeded-random';
 import { DatabaseUnreachableError } from '../database/database-errors';
 import { Metrics } from '../metrics/metrics';
 import type { HandledEvent } from './event-handler.decorator';
@@ -315,8 +318,7 @@ async function simulate(seed: number): Promise<{
   >;
 }> {
   const random = seededRandom(seed);
-  const between = (low: number, high: number) =>
-    low + Math.floor(random() * (high - low + 1));
+  const between = integersBetween(random);
   const db = new MemoryDatabase();
   const failuresOf = new Map<bigint, number>();
   const longFirstAttempt = new Set<bigint>();
