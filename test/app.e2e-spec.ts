@@ -1,4 +1,4 @@
-import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/errors/error-answers';
 import { PortableDataSource } from '../src/platform/database/portable-data-source';
 import { READINESS_REUSE_MS } from '../src/platform/health/health.controller';
 import { DataSource } from 'typeorm';

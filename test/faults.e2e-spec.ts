@@ -1,4 +1,4 @@
-import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
+import { WRITE_OUTCOME_UNKNOWN_MESSAGE } from '../src/platform/common/errors/error-answers';
 import { writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { request } from 'node:http';

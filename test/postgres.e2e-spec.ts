@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import {
   BUSY_MESSAGE,
   BUSY_RETRY_AFTER_SECONDS,
-} from '../src/platform/common/filters/all-exceptions.filter';
+} from '../src/platform/common/errors/error-answers';
 import { DatabaseAvailabilityService } from '../src/platform/database/database-availability.service';
 import { SqlDeliveryStore } from '../src/modules/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';

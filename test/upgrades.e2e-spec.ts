@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { MIGRATION_LOCK_TIMEOUT_MS } from '../src/platform/database/locked-migrations';
 import { PortableDataSource } from '../src/platform/database/portable-data-source';
-import { SCHEMA_MISMATCH_MESSAGE } from '../src/platform/common/filters/all-exceptions.filter';
+import { SCHEMA_MISMATCH_MESSAGE } from '../src/platform/common/errors/error-answers';
 import { createTestDatabase } from './helpers/postgres';
 import {
   runCliProcess,

@@ -19,7 +19,7 @@ import {
   UNREACHABLE_BEFORE_CHANGE_MESSAGE,
   WRITE_OUTCOME_UNKNOWN_MESSAGE,
   INTERNAL_ERROR_MESSAGE,
-} from '../platform/common/filters/all-exceptions.filter';
+} from '../platform/common/errors/error-answers';
 import { tooManyConnectionsMessage } from '../platform/http/hardened-express.adapter';
 import { SHUTTING_DOWN_MESSAGE } from '../platform/http/shutdown-gate.service';
 import {

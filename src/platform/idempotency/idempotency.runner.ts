@@ -14,7 +14,7 @@ import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import {
   toErrorAnswer,
   type ErrorAnswer,
-} from '../common/filters/all-exceptions.filter';
+} from '../common/errors/error-answers';
 import { JsonText, stringifyLosslessJson } from '../common/json/lossless-json';
 import type { PortableDataSource } from '../database/portable-data-source';
 import type { IsolationLevel } from '../database/transaction-context';
