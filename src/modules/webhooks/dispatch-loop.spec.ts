@@ -166,7 +166,6 @@ describe('DispatchLoop, polling', () => {
     const driven = drivenLoop({ fenced: () => fenced });
     driven.loop.start();
     driven.fire();
-    await driven.settled();
     expect(driven.engine.poll).not.toHaveBeenCalled();
     expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
     expect(driven.delays()).toEqual([500]);

@@ -1,5 +1,5 @@
 import type { DeliveryEngine } from './delivery-engine';
-import { PollingLoop, type Timers } from '../../platform/jobs';
+import type { Timers } from '../../platform/jobs';
 import type { EngineConfig } from './engine-dependencies';
 
 export interface LoopOptions {
@@ -25,33 +25,32 @@ export interface LoopOptions {
  * a time.
  */
 export class DispatchLoop {
-  private readonly loop: PollingLoop;
+  private timer: unknown;
+  private polling = false;
   /** A slot freed while a poll ran: poll again as soon as it ends. */
   private pollAgain = false;
   /** Attempts that ended since the last poll began and were replaced by one claimed ahead. */
   private replaced = 0;
   private backlog = false;
+  private stopped = false;
+  /** The poll running now, which stop() waits for. */
+  private running: Promise<void> | undefined;
 
   constructor(
     private readonly engine: DeliveryEngine,
     private readonly config: Pick<EngineConfig, 'maxInFlight'>,
     private readonly options: LoopOptions,
-  ) {
-    this.loop = new PollingLoop({
-      timers: options.timers,
-      turn: () => this.pollOnce(),
-      // pollOnce reports its own failures
-      failed: () => options.intervalMs,
-    });
-  }
+  ) {}
 
   start(): void {
-    this.loop.start();
+    this.schedule(0);
   }
 
   /** No poll starts after this, and the one running has ended when it resolves. */
-  stop(): Promise<void> {
-    return this.loop.stop();
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.options.timers.clear(this.timer);
+    await this.running;
   }
 
   /** Under a backlog, a poll waits for this many free slots: one poll fills them all. */
@@ -59,28 +58,45 @@ export class DispatchLoop {
     return Math.max(1, Math.floor(this.config.maxInFlight / 8));
   }
 
-  private poll(): void {
-    if (this.loop.turning) this.pollAgain = true;
-    else this.loop.wake();
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.options.timers.clear(this.timer);
+    this.timer = this.options.timers.set(() => void this.poll(), ms);
   }
 
-  /** One poll; says how long to wait for the next. */
-  private async pollOnce(): Promise<number> {
+  private async poll(): Promise<void> {
+    if (this.stopped) return;
     if (this.options.fenced?.()) {
       void this.engine.giveBackClaimedAhead();
-      return this.options.intervalMs;
+      this.schedule(this.options.intervalMs);
+      return;
     }
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
     this.pollAgain = false;
     this.replaced = 0;
+    this.running = this.pollOnce();
+    await this.running;
+  }
+
+  private async pollOnce(): Promise<void> {
     try {
       ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
         this.attemptEnded(replaced),
       ));
       this.options.onPolled();
     } catch (error) {
-      if (!this.loop.signal.aborted) this.options.onError(error);
+      if (!this.stopped) this.options.onError(error);
+    } finally {
+      this.polling = false;
+      this.running = undefined;
+      this.schedule(
+        this.pollAgain && this.backlog ? 0 : this.options.intervalMs,
+      );
     }
-    return this.pollAgain && this.backlog ? 0 : this.options.intervalMs;
   }
 
   /**
@@ -91,10 +107,10 @@ export class DispatchLoop {
     if (!this.backlog) return;
     if (replaced) {
       this.replaced += 1;
-      if (this.replaced >= this.refillBatch()) this.poll();
+      if (this.replaced >= this.refillBatch()) void this.poll();
       return;
     }
     const free = this.config.maxInFlight - this.engine.attemptsInFlight;
-    if (free >= this.refillBatch()) this.poll();
+    if (free >= this.refillBatch()) void this.poll();
   }
 }

@@ -16,7 +16,6 @@ import {
 } from '../../platform/database';
 import { Metrics } from '../../platform/metrics';
 import { traced } from '../../platform/tracing';
-import { PROCESS_TIMERS } from '../../platform/jobs';
 import { DeliveryEngine } from './delivery-engine';
 import {
   type AttemptContext,
@@ -62,7 +61,10 @@ export class WebhookDispatcher
       fenced,
     });
     this.loop = new DispatchLoop(this.engine, config, {
-      timers: PROCESS_TIMERS,
+      timers: {
+        set: (run, ms) => setTimeout(run, ms),
+        clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+      },
       intervalMs: config.pollIntervalMs,
       onPolled: () => this.database.cameBack(),
       onError: (error) => this.pollFailed(error),

@@ -22,8 +22,8 @@ export interface PollingLoopOptions {
 }
 
 /**
- * The one loop periodic work runs in on an instance: periodic jobs (JobLoop), event handlers
- * (HandlerLoop) and the webhook dispatcher (DispatchLoop). One turn at a time, the next when
+ * The loop periodic work runs in on an instance: periodic jobs (JobLoop) and event handlers
+ * (HandlerLoop); the webhook dispatcher's (DispatchLoop) is still its own. One turn at a time, the next when
  * the turn says; a turn that fails is reported and the loop goes on; `stop()` clears the
  * timer, aborts the signal the turns are handed, and waits for the turn that runs. What each
  * turn claims, and how long it may hold it, is its owner's: the leases are in the database,
