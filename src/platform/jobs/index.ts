@@ -5,4 +5,4 @@ export {
   type JobSchedule,
   type PeriodicJob,
 } from './job.decorator';
-export { PollingLoop, PROCESS_TIMERS, type Timers } from './polling-loop';
+export type { Timers } from './polling-loop';
