@@ -332,7 +332,18 @@ describe(`upgrades: this build on a schema another release migrated (${ENGINE})`
         await live.query("INSERT INTO plants (id, name) VALUES (1, 'live')");
         // the migration takes api_tokens, then waits for plants, which the live write holds
         const migration = migrating.runMigrations();
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        // seen waiting, not slept for: on a loaded machine the migration can take longer than
+        // any fixed pause to reach plants, and the live read would then pass before it
+        await eventually(
+          () =>
+            db.query<{ waiting: bigint }>(
+              `SELECT count(*) AS waiting FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'
+                  AND query LIKE 'ALTER TABLE plants%'`,
+              [],
+            ),
+          ([{ waiting }]) => waiting > 0n,
+        );
         // the live write then needs api_tokens, which the migration holds: a deadlock, unless
         // the migration gives way first
         const started = Date.now();
