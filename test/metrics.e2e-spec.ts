@@ -403,6 +403,10 @@ describe('metrics on bad days', () => {
             new Promise<number>((resolve) => {
               const opened = Date.now();
               socket.on('error', () => undefined);
+              // read what the server says: an idle connection is either closed bare (its socket
+              // timeout) or sent a 408 first (Node's request-timeout check), and a socket whose
+              // data nobody reads never sees the end behind it
+              socket.resume();
               socket.once('close', () => resolve(Date.now() - opened));
             }),
         );

@@ -72,8 +72,8 @@ export class MetricsServer
       },
     );
     server.maxConnections = METRICS_MAX_CONNECTIONS;
-    // a connection that sends nothing at all is no request yet, which the timeouts above do
-    // not watch: an idle socket goes after the same time
+    // a connection that sends nothing is closed by whichever comes first: Node's check of the
+    // timeouts above (which answers 408 first) or this idle timeout (which closes it bare)
     server.timeout = METRICS_TIMEOUT_MS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (error: NodeJS.ErrnoException) =>
