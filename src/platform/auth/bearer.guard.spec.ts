@@ -1,9 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { Request, Response } from 'express';
+import type { RateLimiter } from '../rate-limit/rate-limiter';
 import type { Metrics } from '../metrics/metrics';
 import { HttpErrorWithHeaders } from '../common/errors/http-error-with-headers';
 import { AUTH_MESSAGES } from './auth-messages';
-import type { Bearer } from './bearer';
+import { TokenRejection, type Bearer } from './bearer';
 import {
   absentTokenOf,
   BearerGuard,
@@ -12,7 +14,9 @@ import {
 } from './bearer.guard';
 import { IS_PUBLIC_KEY } from './decorators/public.decorator';
 import { REQUIRED_SCOPES_KEY } from './decorators/require-scopes.decorator';
+import type { IdentityProviderTokensService } from './oidc/identity-provider-tokens.service';
 import type { Scope } from './scopes';
+import type { TokensService } from './tokens.service';
 
 describe('BearerGuard', () => {
   const liveToken: Bearer = { caller: 'token:1', scopes: ['plants:read'] };
@@ -213,5 +217,232 @@ describe('BearerGuard', () => {
     const inherited = { handler: route.handler, controller: class {} };
     expect(failureOf('Bearer pst_x', liveToken, inherited).status).toBe(403);
     expect(reads).toBe(4);
+  });
+});
+
+describe('BearerGuard.admit', () => {
+  const TOKEN = 'pst_abc';
+  /** What the guard asked of the rate limiter and the token stores, in order. */
+  let calls: unknown[][];
+  let identityProviderEnabled: boolean;
+  let known: Record<string, { id: number; scopes: string[] }>;
+  let verified: Record<string, Bearer | TokenRejection>;
+  let blocked: Error | undefined;
+  let overLimit: Error | undefined;
+  let guard: BearerGuard;
+
+  beforeEach(() => {
+    calls = [];
+    identityProviderEnabled = false;
+    known = { [TOKEN]: { id: 5, scopes: ['plants:read'] } };
+    verified = {};
+    blocked = undefined;
+    overLimit = undefined;
+    const tokens = {
+      authenticate: (presented: string) => {
+        calls.push(['authenticate', presented]);
+        return Promise.resolve(known[presented]);
+      },
+    } as unknown as TokensService;
+    const identityProvider = {
+      get enabled() {
+        return identityProviderEnabled;
+      },
+      verify: (presented: string) => {
+        calls.push(['verify', presented]);
+        return Promise.resolve(verified[presented]);
+      },
+    } as unknown as IdentityProviderTokensService;
+    const limiter = {
+      refuseBlockedAddress: (address: string) => {
+        calls.push(['refuseBlockedAddress', address]);
+        return blocked ? Promise.reject(blocked) : Promise.resolve();
+      },
+      countRejectedToken: (address: string) => {
+        calls.push(['countRejectedToken', address]);
+        return Promise.resolve();
+      },
+      chargeRequest: (_response: Response, payer: object) => {
+        calls.push(['chargeRequest', payer]);
+        return overLimit ? Promise.reject(overLimit) : Promise.resolve();
+      },
+    } as unknown as RateLimiter;
+    guard = new BearerGuard(
+      {} as Reflector,
+      {} as Metrics,
+      tokens,
+      identityProvider,
+      limiter,
+    );
+  });
+
+  /** The request as `admit` left it, and what it passed to next(). */
+  async function admitted(
+    authorization?: string,
+    { path = '/plants', method = 'GET', ip = '10.0.0.7' } = {},
+  ) {
+    const request = {
+      path,
+      method,
+      ip,
+      headers: authorization === undefined ? {} : { authorization },
+    } as AdmittedRequest;
+    const passed = await new Promise<unknown[]>((resolve) =>
+      guard.admit(request, {} as Response, (...args: unknown[]) =>
+        resolve(args),
+      ),
+    );
+    return {
+      bearer: request.bearer,
+      unauthenticated: request.unauthenticated,
+      passed,
+    };
+  }
+
+  it('lets the health probes by untouched when GET or HEAD, and charges any other method there', async () => {
+    for (const method of ['GET', 'HEAD']) {
+      for (const path of ['/health/live', '/health/ready']) {
+        expect(await admitted(TOKEN, { path, method })).toEqual({
+          bearer: undefined,
+          unauthenticated: undefined,
+          passed: [],
+        });
+      }
+    }
+    expect(calls).toEqual([]);
+    await admitted(undefined, { path: '/health/live', method: 'POST' });
+    expect(calls).toEqual([['chargeRequest', { address: '10.0.0.7' }]]);
+  });
+
+  it('charges a request without a token to its address, and says why it has no caller', async () => {
+    expect(await admitted()).toEqual({
+      bearer: undefined,
+      unauthenticated: {
+        reason: 'missing',
+        message: AUTH_MESSAGES.missingToken,
+      },
+      passed: [],
+    });
+    expect((await admitted('Bearer  ')).unauthenticated?.reason).toBe('empty');
+    expect((await admitted(`Basic ${TOKEN}`)).unauthenticated?.reason).toBe(
+      'not_bearer',
+    );
+    // no token, so no block is looked up and no store is asked
+    expect(calls).toEqual(
+      Array(3).fill(['chargeRequest', { address: '10.0.0.7' }]),
+    );
+  });
+
+  it('proves a token of ours once, after the address block, and charges its caller', async () => {
+    expect(await admitted(`Bearer ${TOKEN}`)).toEqual({
+      bearer: { caller: 'token:5', scopes: ['plants:read'] },
+      unauthenticated: undefined,
+      passed: [],
+    });
+    expect(calls).toEqual([
+      ['refuseBlockedAddress', '10.0.0.7'],
+      ['authenticate', TOKEN],
+      ['chargeRequest', { caller: 'token:5' }],
+    ]);
+  });
+
+  it('counts an unknown token as a guess against the address it came from (an IPv6 one by its /64)', async () => {
+    expect(
+      await admitted('Bearer pst_nope', { ip: '2001:db8:1:2:3:4:5:6' }),
+    ).toEqual({
+      bearer: undefined,
+      unauthenticated: {
+        reason: 'rejected',
+        message: AUTH_MESSAGES.rejectedToken,
+      },
+      passed: [],
+    });
+    const address = '2001:db8:1:2::/64';
+    expect(calls).toEqual([
+      ['refuseBlockedAddress', address],
+      ['authenticate', 'pst_nope'],
+      ['countRejectedToken', address],
+      ['chargeRequest', { address }],
+    ]);
+  });
+
+  it('asks the identity provider for any other token when OIDC is on, and never for one of ours', async () => {
+    identityProviderEnabled = true;
+    const fromProvider: Bearer = {
+      caller: 'jwt:alice@https://issuer.example',
+      scopes: ['plants:write'],
+    };
+    verified = {
+      'eyJ.good': fromProvider,
+      'eyJ.bad': new TokenRejection('the access token has expired'),
+      'eyJ.away': new TokenRejection('the identity provider is away', false),
+    };
+    expect((await admitted('Bearer eyJ.good')).bearer).toEqual(fromProvider);
+    expect((await admitted(`Bearer ${TOKEN}`)).bearer?.caller).toBe('token:5');
+    expect((await admitted('Bearer eyJ.bad')).unauthenticated).toEqual({
+      reason: 'rejected',
+      message: 'the access token has expired',
+    });
+    // a provider that could not be asked is no guess of the client's
+    expect((await admitted('Bearer eyJ.away')).unauthenticated?.message).toBe(
+      'the identity provider is away',
+    );
+    const asked = calls.filter(([name]) =>
+      ['verify', 'authenticate', 'countRejectedToken'].includes(name as string),
+    );
+    expect(asked).toEqual([
+      ['verify', 'eyJ.good'],
+      ['authenticate', TOKEN],
+      ['verify', 'eyJ.bad'],
+      ['countRejectedToken', '10.0.0.7'],
+      ['verify', 'eyJ.away'],
+    ]);
+  });
+
+  it('charges a request whose address is gone (its socket closed) to the empty address', async () => {
+    const request = { path: '/plants', method: 'GET', headers: {} };
+    await new Promise((resolve) =>
+      guard.admit(request as AdmittedRequest, {} as Response, resolve),
+    );
+    expect(calls).toEqual([['chargeRequest', { address: '' }]]);
+  });
+
+  it('passes a blocked address or a spent limit to next() as the error, the token never looked up when blocked', async () => {
+    blocked = new Error('429: blocked');
+    expect((await admitted(`Bearer ${TOKEN}`)).passed).toEqual([blocked]);
+    expect(calls).toEqual([['refuseBlockedAddress', '10.0.0.7']]);
+    blocked = undefined;
+    overLimit = new Error('429: requests');
+    expect((await admitted(`Bearer ${TOKEN}`)).passed).toEqual([overLimit]);
+    expect((await admitted()).passed).toEqual([overLimit]);
+  });
+});
+
+describe('bearerTokenOf and absentTokenOf', () => {
+  const requestWith = (authorization?: string) =>
+    ({
+      headers: authorization === undefined ? {} : { authorization },
+    }) as Request;
+
+  it.each([
+    ['Bearer pst_a', 'pst_a'],
+    ['bearer pst_a', 'pst_a'],
+    ['Bearer   pst_a  ', 'pst_a'],
+  ])('reads the token of %j', (authorization, token) => {
+    expect(bearerTokenOf(requestWith(authorization))).toBe(token);
+  });
+
+  it.each([
+    [undefined, 'missing'],
+    ['Bearer', 'empty'],
+    ['Bearer \t', 'empty'],
+    ['Bearer pst_a pst_b', 'not_bearer'],
+    ['XBearer pst_a', 'not_bearer'],
+    ['XBearer', 'not_bearer'],
+    ['Basic pst_a', 'not_bearer'],
+  ])('reads no token from %j, and says it is %s', (authorization, reason) => {
+    const request = requestWith(authorization);
+    expect(bearerTokenOf(request)).toBeUndefined();
+    expect(absentTokenOf(request).reason).toBe(reason);
   });
 });

@@ -192,7 +192,9 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
     const leaseEnd = row.leasedUntil!.getTime();
 
     const job = recordingJob('1m', 100, { lease: '3s' });
-    const b = loopOf(job, row.leasesOf('b'));
+    const bLeases = row.leasesOf('b');
+    const bClaims = jest.fn(bLeases.claim);
+    const b = loopOf(job, { ...bLeases, claim: bClaims });
     b.start();
     await jest.advanceTimersByTimeAsync(10_000);
     await stopAll(b);
@@ -202,6 +204,8 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
     expect(job.runs[0].tick).toBe(Date.parse('2026-11-29T12:00:00Z'));
     expect(job.runs[0].startedAt).toBeGreaterThan(leaseEnd);
     expect(job.runs[0].startedAt - leaseEnd).toBeLessThanOrEqual(5);
+    // once at boot, refused, and once the lease had run out: no polling in between
+    expect(bClaims).toHaveBeenCalledTimes(2);
     expect(row.ended).toEqual([
       { instance: 'b', tick: job.runs[0].tick, outcome: 'done' },
     ]);
@@ -362,6 +366,12 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
         labels.job === 'test.job',
     );
     expect(durations?.value).toBe(3);
+    const seconds = (await metrics.jobRunDuration.get()).values.find(
+      ({ metricName, labels }) =>
+        metricName === 'plant_store_job_run_duration_seconds_sum' &&
+        labels.job === 'test.job',
+    );
+    expect(seconds?.value).toBeCloseTo(3 * 0.04, 3);
     expect(debug).toHaveBeenCalledWith(
       'job test.job ran the tick at 2026-11-29T12:00:00.000Z (every 1h) in 40 ms: backlog',
     );
@@ -417,6 +427,94 @@ describe('JobLoop (a simulation of instances sharing one row, on fake time)', ()
     expect(job.runs).toHaveLength(1);
     expect(errors).not.toHaveBeenCalled();
     await stopAll(loop);
+  });
+
+  it('looks at its row once a tick when it runs each one itself', async () => {
+    const row = new MemoryRow();
+    const job = recordingJob('1m', 100);
+    const leases = row.leasesOf('a');
+    const claim = jest.fn(leases.claim);
+    const loop = loopOf(job, { ...leases, claim });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(5 * 60_000);
+    await stopAll(loop);
+    // the tick at boot and the five after it
+    expect(job.runs).toHaveLength(6);
+    expect(claim).toHaveBeenCalledTimes(6);
+  });
+
+  it('logs a claim that fails for another reason than the database, and tries FAILURE_PAUSE_MS later', async () => {
+    const row = new MemoryRow();
+    const leases = row.leasesOf('a');
+    let refusals = 1;
+    const job = recordingJob('1h', 10);
+    const loop = loopOf(job, {
+      ...leases,
+      claim: (...args) =>
+        refusals-- > 0
+          ? Promise.reject(new Error('permission denied for table'))
+          : leases.claim(...args),
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(FAILURE_PAUSE_MS - 10);
+    expect(job.runs).toEqual([]);
+    expect(errors).toHaveBeenCalledWith(
+      expect.objectContaining({ message: 'permission denied for table' }),
+      'job test.job could not take its tick',
+    );
+    await jest.advanceTimersByTimeAsync(20);
+    expect(job.runs).toHaveLength(1);
+    await stopAll(loop);
+  });
+
+  it('stops renewing once its run ends', async () => {
+    const row = new MemoryRow();
+    const leases = row.leasesOf('a');
+    const renew = jest.fn(leases.renew);
+    const loop = loopOf(recordingJob('1h', 2500, { lease: '3s' }), {
+      ...leases,
+      renew,
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(20_000);
+    await stopAll(loop);
+    // a third of the lease in, and two thirds in; the run ended at 2.5 s
+    expect(renew).toHaveBeenCalledTimes(2);
+  });
+
+  it('warns when the end of its run could not be written: another instance may run the tick again', async () => {
+    const row = new MemoryRow();
+    const leases = row.leasesOf('a');
+    const loop = loopOf(recordingJob('1h', 10), {
+      ...leases,
+      end: () => Promise.reject(new Error('connection lost')),
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(1000);
+    await stopAll(loop);
+    expect(warnings).toHaveBeenCalledTimes(1);
+    expect(warnings).toHaveBeenCalledWith(
+      expect.stringContaining('another instance may have run the tick again'),
+    );
+  });
+
+  it('logs no failure of a run that throws because shutdown stopped it', async () => {
+    const row = new MemoryRow();
+    const job: PeriodicJob = {
+      schedule: { every: '1h' },
+      async run({ signal }: JobRun) {
+        await new Promise((resolve) =>
+          signal.addEventListener('abort', resolve),
+        );
+        throw new Error('aborted');
+      },
+    };
+    const loop = loopOf(job, row.leasesOf('a'));
+    loop.start();
+    await jest.advanceTimersByTimeAsync(100);
+    await stopAll(loop);
+    expect(row.ended.map(({ outcome }) => outcome)).toEqual(['failed']);
+    expect(errors).not.toHaveBeenCalled();
   });
 
   it('runs nothing for a cron pattern that never comes, and does not spin', async () => {

@@ -1,10 +1,18 @@
-import { BadRequestException } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Param,
+  type ExecutionContext,
+} from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import type { AppConfig } from '../../config/app.config';
 import {
   createJsonBodyReader,
   describeExcessiveNesting,
   describeReadingError,
+  JsonBodyGuard,
 } from './json-body.guard';
 
 describe('describeReadingError', () => {
@@ -35,6 +43,7 @@ describe('describeExcessiveNesting', () => {
   it('allows nesting up to the limit, counting arrays and objects alike', () => {
     expect(describeExcessiveNesting('[[{"a":[1]}]]', 4)).toBeUndefined();
     expect(describeExcessiveNesting('[][][][][]', 1)).toBeUndefined();
+    expect(describeExcessiveNesting('{}{}{}{}{}', 1)).toBeUndefined();
   });
 
   it('names the character where the body goes one level too deep', () => {
@@ -54,11 +63,16 @@ describe('describeExcessiveNesting', () => {
 describe('createJsonBodyReader', () => {
   const read = createJsonBodyReader(100);
 
-  async function bodyOf(bytes: Buffer | string, contentType?: string) {
+  async function bodyOf(
+    bytes: Buffer | string,
+    contentType?: string,
+    more: Record<string, string> = {},
+  ) {
     const data = Buffer.from(bytes);
     const headers: Record<string, string> = {
       'content-length': String(data.length),
       ...(contentType === undefined ? {} : { 'content-type': contentType }),
+      ...more,
     };
     const request = Object.assign(
       Readable.from(data.length > 0 ? [data] : []),
@@ -139,6 +153,11 @@ describe('createJsonBodyReader', () => {
       'request body must be UTF-8 encoded, got charset "xutf-8"',
     ],
     [
+      '{"a":1}',
+      'application/json; charset=utf-8x',
+      'request body must be UTF-8 encoded, got charset "utf-8x"',
+    ],
+    [
       Buffer.from([0x7b, 0xff, 0x7d]),
       'application/json',
       'request body is not valid UTF-8',
@@ -157,9 +176,116 @@ describe('createJsonBodyReader', () => {
     await expect(refusalOf(bytes, type)).resolves.toBe(reason);
   });
 
+  it('refuses a compressed body rather than inflate it', async () => {
+    const refusal = await bodyOf(gzipSync('{"a":1}'), 'application/json', {
+      'content-encoding': 'gzip',
+    }).catch((error: unknown) => error);
+    expect(refusal).toEqual(
+      new BadRequestException(
+        'Content-Encoding "gzip" is not supported; send the body uncompressed',
+      ),
+    );
+  });
+
   it('says where malformed JSON breaks', async () => {
     await expect(refusalOf('{"a": ', 'application/json')).resolves.toMatch(
       /^request body is not valid JSON: .+/,
     );
+  });
+});
+
+describe('JsonBodyGuard', () => {
+  class PlantsLike {
+    create(@Body() body: object, @Param('id') id: string) {
+      return [body, id];
+    }
+    read(@Param('id') id: string) {
+      return id;
+    }
+    list() {
+      return [];
+    }
+  }
+  const guard = new JsonBodyGuard({ bodyLimitBytes: 100 } as AppConfig);
+
+  function requestOf(text: string) {
+    const data = Buffer.from(text);
+    const headers: Record<string, string> = {
+      'content-length': String(data.length),
+      'content-type': 'application/json',
+    };
+    return Object.assign(Readable.from([data]), {
+      headers,
+      body: undefined,
+      rawBody: undefined as Buffer | undefined,
+      get: (name: string) => headers[name.toLowerCase()],
+    });
+  }
+
+  function contextOf(handler: keyof PlantsLike, request: object) {
+    return {
+      getClass: () => PlantsLike,
+      getHandler: () => PlantsLike.prototype[handler],
+      switchToHttp: () => ({
+        getRequest: () => request,
+        getResponse: () => ({}),
+      }),
+    } as unknown as ExecutionContext;
+  }
+
+  /** What the guard left in the request: the body it read, and the bytes kept for a key. */
+  async function guarded(handler: keyof PlantsLike, text: string) {
+    const request = requestOf(text);
+    const allowed = await guard.canActivate(contextOf(handler, request));
+    return {
+      allowed,
+      body: request.body,
+      rawBody: request.rawBody?.toString(),
+      unread: request.readableLength,
+    };
+  }
+
+  it('reads the body of an operation with a @Body() parameter, and keeps its bytes', async () => {
+    expect(await guarded('create', '{"id":7}')).toEqual({
+      allowed: true,
+      body: { id: 7n },
+      rawBody: '{"id":7}',
+      unread: 0,
+    });
+  });
+
+  it('never reads the body of an operation that takes none', async () => {
+    for (const handler of ['read', 'list'] as const) {
+      const { allowed, body, rawBody } = await guarded(handler, '{"id":7}');
+      expect({ allowed, body, rawBody }).toEqual({
+        allowed: true,
+        body: undefined,
+        rawBody: undefined,
+      });
+    }
+  });
+
+  it("reads an operation's parameters once, not at every request", async () => {
+    const reads = jest.spyOn(Reflect, 'getMetadata');
+    try {
+      const fresh = new JsonBodyGuard({ bodyLimitBytes: 100 } as AppConfig);
+      const before = reads.mock.calls.length;
+      for (let i = 0; i < 3; i += 1) {
+        await fresh.canActivate(contextOf('list', requestOf('')));
+      }
+      expect(reads.mock.calls.length - before).toBe(1);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
+  it('answers 400 for a body that is no JSON object, again on the same route', async () => {
+    for (let i = 0; i < 2; i += 1) {
+      await expect(guarded('create', '[1]')).rejects.toThrow(
+        new BadRequestException(
+          'request body must be a JSON object, got an array',
+        ),
+      );
+    }
   });
 });
