@@ -253,6 +253,35 @@ describe('nest g resource garden-beds, in a copy of the repository', () => {
     );
   });
 
+  it('takes the notes field out of the API in one command (npm run remove:field), keeping its column unread and unwritten for the release after', () => {
+    const before = new Set(filesUnder('src/modules/garden-beds'));
+    passes(
+      run(
+        'npm',
+        'run',
+        '--silent',
+        'remove:field',
+        '--',
+        'notes',
+        'garden-beds',
+      ),
+    );
+    // a nullable column: the inserts that leave it out need no migration
+    expect(
+      filesUnder('src/modules/garden-beds').filter((file) => !before.has(file)),
+    ).toEqual([]);
+    expect(inCopy('src/modules/garden-beds/garden-bed.entity.ts')).toContain(
+      "@Column({\n    type: 'text',\n    nullable: true,\n    select: false,\n    insert: false,\n    update: false,\n  })\n  notes?: string | null;",
+    );
+    for (const dto of ['garden-bed.dto.ts', 'create-garden-bed.dto.ts']) {
+      expect(inCopy(`src/modules/garden-beds/dto/${dto}`)).not.toContain(
+        'notes',
+      );
+    }
+    // in no schema of the contract, which had it in three (the bed, a new one, its changes)
+    expect(inCopy('openapi/service.yaml')).not.toMatch(/^\s+notes:/m);
+  });
+
   it('adds a periodic job to garden beds with nest g job, which the built service below runs', () => {
     passes(run('npx', 'nest', 'g', 'job', 'overdue', 'garden-beds'));
     expect(inCopy('src/modules/garden-beds/overdue.job.ts')).toContain(

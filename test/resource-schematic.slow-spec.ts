@@ -760,6 +760,127 @@ describeWithPostgres('nest g resource (schematics/resource)', () => {
     });
   });
 
+  // on the plants module, whose migrations are on disk: each step's migration is TypeORM's
+  // difference between its entity as the step leaves it and the schema they make
+  describe('remove:field, from the plants module', () => {
+    const removeField = (extra: Record<string, unknown>, tree: UnitTestTree) =>
+      runner.runSchematic(
+        'remove-field',
+        {
+          path: 'plants',
+          timestamp: TIMESTAMP,
+          postgresUrl: POSTGRES_ADMIN_URL,
+          contract: false,
+          ...extra,
+        },
+        tree,
+      );
+    const PLANTS = 'src/modules/plants';
+    let tree: UnitTestTree;
+    let warnings: string[];
+
+    beforeAll(async () => {
+      warnings = [];
+      const subscription = runner.logger.subscribe(({ level, message }) => {
+        if (level === 'warn') warnings.push(message);
+      });
+      try {
+        tree = await removeField({ name: 'name' }, projectTree());
+      } finally {
+        subscription.unsubscribe();
+      }
+    });
+
+    it('takes a required field out of the API: out of both DTOs and their imports, its column kept but neither read nor written', () => {
+      const entity = tree.readContent(`${PLANTS}/plant.entity.ts`);
+      expect(entity).toContain(
+        "@Column({\n    type: 'text',\n    nullable: true,\n    select: false,\n    insert: false,\n    update: false,\n  })\n  name?: string;",
+      );
+      expect(entity).toContain('`npm run remove:field -- name plants --drop`');
+      for (const dto of ['plant.dto.ts', 'create-plant.dto.ts']) {
+        expect(tree.readContent(`${PLANTS}/dto/${dto}`)).not.toMatch(
+          /^\s+name[!?]?:/m,
+        );
+      }
+      // what only name used goes; what tag uses stays
+      const create = tree.readContent(`${PLANTS}/dto/create-plant.dto.ts`);
+      expect(create).not.toContain('MaxLength');
+      expect(create).toContain('MaxUtf8Bytes');
+      expect(create).toContain('tag?: string;');
+    });
+
+    it('makes the column nullable by a migration, so that inserts leaving it out go through beside the release before', () => {
+      expect(
+        tree.readContent(
+          `${PLANTS}/migrations/postgres/${TIMESTAMP}-ReleaseNameOfPlant.ts`,
+        ),
+      ).toContain('ALTER TABLE "plants" ALTER COLUMN "name" DROP NOT NULL');
+      expect(
+        tree.readContent(
+          `${PLANTS}/migrations/sqlite/${TIMESTAMP}-ReleaseNameOfPlant.ts`,
+        ),
+      ).toContain('"name" text, "tag" text');
+    });
+
+    it('names the files of the module that still name the field', () => {
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /^name is still named in .*src\/modules\/plants\/plants\.service\.ts.*: a request that sends it is now refused \(400\)/,
+      );
+    });
+
+    it('refuses to take a field out twice, and says how to drop it', async () => {
+      await expect(removeField({ name: 'name' }, tree)).rejects.toThrow(
+        'name is out of the API already; drop its column in the next release: npm run remove:field -- name plants --drop',
+      );
+    });
+
+    it('with --drop, in the release after, drops the column, in place on SQLite', async () => {
+      const dropped = await removeField(
+        { name: 'name', drop: true, timestamp: TIMESTAMP + 1 },
+        tree,
+      );
+      expect(dropped.readContent(`${PLANTS}/plant.entity.ts`)).not.toMatch(
+        /\bname\?:/,
+      );
+      const migration = (engine: string) =>
+        dropped.readContent(
+          `${PLANTS}/migrations/${engine}/${TIMESTAMP + 1}-DropNameFromPlant.ts`,
+        );
+      expect(migration('postgres')).toContain(
+        'ALTER TABLE "plants" DROP COLUMN "name"',
+      );
+      expect(migration('sqlite')).toContain(
+        'ALTER TABLE "plants" DROP COLUMN "name"',
+      );
+      expect(migration('sqlite')).not.toContain('temporary_plants');
+    });
+
+    it.each([
+      [
+        { name: 'tag', drop: true },
+        'tag is still read and written: take it out of the API first (npm run remove:field -- tag plants)',
+      ],
+      [{ name: 'id' }, 'id is the primary key of Plant'],
+      [{ name: 'version' }, 'version is the version (the ETag) of Plant'],
+      [
+        { name: 'colour' },
+        'src/modules/plants/plant.entity.ts has no field colour',
+      ],
+      [
+        { name: 'tag', path: 'fixture-nowhere' },
+        'src/modules/fixture-nowhere has no entity (*.entity.ts)',
+      ],
+    ])('refuses %j in one line, writing nothing', async (options, message) => {
+      const before = projectTree();
+      const contents = before.files.map((file) => before.readContent(file));
+      await expect(removeField(options, before)).rejects.toThrow(message);
+      expect(before.files.map((file) => before.readContent(file))).toEqual(
+        contents,
+      );
+    });
+  });
+
   describe('resource-contract, when regenerating the contract fails', () => {
     let folder: string;
     const cwd = process.cwd();

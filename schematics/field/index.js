@@ -153,37 +153,52 @@ function field(options) {
     } catch (error) {
       throw refuse(error.message);
     }
-    const created = Object.entries(migrations).map(([engine, source]) => [
-      join(
-        normalize(settings.moduleDir),
-        'migrations',
-        engine,
-        `${settings.timestamp}-${settings.migrationName}.ts`,
-      ),
-      source,
-    ]);
-    const before = Object.fromEntries(
-      Object.keys(changed).map((path) => [path, tree.read(path).toString()]),
-    );
-    return chain([
-      (written) => {
-        for (const [path, source] of Object.entries(changed)) {
-          written.overwrite(path, source);
-        }
-        for (const [path, source] of created) written.create(path, source);
-      },
-      formatted([...Object.keys(changed), ...created.map(([path]) => path)]),
-      () => {
-        if (options.contract === false) return;
-        context.addTask(
-          new RunSchematicTask('resource-contract', {
-            created: created.map(([path]) => path),
-            changed: before,
-          }),
-        );
-      },
-    ]);
+    return writtenChange(tree, context, {
+      changed,
+      migrations,
+      moduleDir: settings.moduleDir,
+      migrationFile: `${settings.timestamp}-${settings.migrationName}.ts`,
+      contract: options.contract !== false,
+    });
   };
+}
+
+/**
+ * Writes a field command's edits and migrations, formats them, and regenerates the contract
+ * after (unless `contract` is false), passing it what to undo if that fails.
+ *
+ * @param {{ changed: Record<string, string>, migrations: Record<string, string>,
+ *   moduleDir: string, migrationFile: string, contract: boolean,
+ *   afterWriting?: (tree: any) => void }} change
+ */
+function writtenChange(tree, context, change) {
+  const { changed, moduleDir, migrationFile } = change;
+  const created = Object.entries(change.migrations).map(([engine, source]) => [
+    join(normalize(moduleDir), 'migrations', engine, migrationFile),
+    source,
+  ]);
+  const before = Object.fromEntries(
+    Object.keys(changed).map((path) => [path, tree.read(path).toString()]),
+  );
+  return chain([
+    (written) => {
+      for (const [path, source] of Object.entries(changed)) {
+        written.overwrite(path, source);
+      }
+      for (const [path, source] of created) written.create(path, source);
+      change.afterWriting?.(written);
+    },
+    formatted([...Object.keys(changed), ...created.map(([path]) => path)]),
+    () => {
+      if (!change.contract) return;
+      context.addTask(
+        new RunSchematicTask('resource-contract', {
+          created: created.map(([path]) => path),
+          changed: before,
+        }),
+      );
+    },
+  ]);
 }
 
 /** The options, checked, with the files and names the edits need. */
@@ -219,42 +234,18 @@ function settingsOf(options, tree) {
   if (written !== undefined && defaultValue === undefined) {
     throw refuse(`--default ${written} is not a value of type ${type}`);
   }
-  const moduleDir = moduleFolder(String(options.path ?? ''));
-  if (moduleDir === undefined || moduleDir === MODULES_ROOT) {
-    throw refuse(
-      `name the module's folder under ${MODULES_ROOT}: npm run generate:field -- ${name} garden-beds --type ${type}`,
-    );
-  }
-  const entities = tree
-    .getDir(moduleDir)
-    .subfiles.filter((file) => file.endsWith('.entity.ts'))
-    .map((file) => file.slice(0, -'.entity.ts'.length));
-  // the module's own entity (garden-bed of garden-beds), unless it has one only or it is named
-  const own = entities.find(
-    (entity) =>
-      pluralize.plural(entity) === moduleDir.split('/').pop() ||
-      entities.length === 1,
-  );
-  const singular = options.entity ?? own;
-  if (singular === undefined || !entities.includes(singular)) {
-    throw refuse(
-      entities.length === 0
-        ? `${moduleDir} has no entity (*.entity.ts): name the folder of a generated resource`
-        : `name the entity with --entity, one of ${entities.join(', ')}`,
-    );
-  }
-  const entityPath = join(moduleDir, `${singular}.entity.ts`);
-  const dtoPath = join(moduleDir, 'dto', `${singular}.dto.ts`);
-  const createPath = join(moduleDir, 'dto', `create-${singular}.dto.ts`);
-  for (const path of [dtoPath, createPath]) {
-    if (!tree.exists(path)) {
-      throw refuse(
-        `${path} is missing: generate:field adds to a resource nest g resource or nest g entity wrote`,
-      );
-    }
-  }
-  const entitySource = tree.read(entityPath).toString();
-  const entityClass = firstClassOf(entitySource, entityPath).name.text;
+  const {
+    moduleDir,
+    entityPath,
+    dtoPath,
+    createPath,
+    entitySource,
+    entityClass,
+    singular,
+  } = resourceFilesOf(options, tree, {
+    usage: `npm run generate:field -- ${name} garden-beds --type ${type}`,
+    command: 'generate:field adds to',
+  });
   if (new RegExp(`^\\s+${name}[!?]?:`, 'm').test(entitySource)) {
     throw refuse(`${entityPath} has a field ${name} already`);
   }
@@ -308,6 +299,59 @@ function settingsOf(options, tree) {
           ]),
       ...validatorImports,
     ],
+  };
+}
+
+/**
+ * The files of the resource a field command edits: the module folder `options.path` names,
+ * its entity (the module's own, or `options.entity`), and the entity's DTOs.
+ *
+ * @param {Record<string, any>} options
+ * @param {{ usage: string, command: string }} words the command, for its refusals
+ */
+function resourceFilesOf(options, tree, { usage, command }) {
+  const moduleDir = moduleFolder(String(options.path ?? ''));
+  if (moduleDir === undefined || moduleDir === MODULES_ROOT) {
+    throw refuse(`name the module's folder under ${MODULES_ROOT}: ${usage}`);
+  }
+  const entities = tree
+    .getDir(moduleDir)
+    .subfiles.filter((file) => file.endsWith('.entity.ts'))
+    .map((file) => file.slice(0, -'.entity.ts'.length));
+  // the module's own entity (garden-bed of garden-beds), unless it has one only or it is named
+  const own = entities.find(
+    (entity) =>
+      pluralize.plural(entity) === moduleDir.split('/').pop() ||
+      entities.length === 1,
+  );
+  const singular = options.entity ?? own;
+  if (singular === undefined || !entities.includes(singular)) {
+    throw refuse(
+      entities.length === 0
+        ? `${moduleDir} has no entity (*.entity.ts): name the folder of a generated resource`
+        : `name the entity with --entity, one of ${entities.join(', ')}`,
+    );
+  }
+  const entityPath = join(moduleDir, `${singular}.entity.ts`);
+  const dtoPath = join(moduleDir, 'dto', `${singular}.dto.ts`);
+  const createPath = join(moduleDir, 'dto', `create-${singular}.dto.ts`);
+  for (const path of [dtoPath, createPath]) {
+    if (!tree.exists(path)) {
+      throw refuse(
+        `${path} is missing: ${command} a resource nest g resource or nest g entity wrote`,
+      );
+    }
+  }
+  const entitySource = tree.read(entityPath).toString();
+  const entityClass = firstClassOf(entitySource, entityPath).name.text;
+  return {
+    moduleDir,
+    singular,
+    entityPath,
+    dtoPath,
+    createPath,
+    entitySource,
+    entityClass,
   };
 }
 
@@ -420,4 +464,4 @@ function withNamedImports(source, imports) {
   return text;
 }
 
-module.exports = { field };
+module.exports = { field, resourceFilesOf, writtenChange };

@@ -32,7 +32,8 @@ function generatorDatabaseName(env = process.env) {
  * from a temporary copy whose imports point into the project.
  *
  * @param {{ root: string, entityPath: string, entitySource: string, migrationName: string,
- *   timestamp: number, postgresUrl?: string, replacesEntity?: string, addsColumn?: string }} options
+ *   timestamp: number, postgresUrl?: string, replacesEntity?: string, addsColumn?: string,
+ *   dropsColumn?: string }} options
  * @returns {Promise<{ sqlite: string, postgres: string }>}
  */
 async function generateMigrations(options) {
@@ -61,6 +62,7 @@ async function generateMigrations(options) {
       postgresDatabase: generatorDatabaseName(),
       replacesEntity: options.replacesEntity,
       addsColumn: options.addsColumn,
+      dropsColumn: options.dropsColumn,
     };
     const output = await new Promise((done, fail) => {
       execFile(

@@ -8,8 +8,8 @@
  * project's own migrations, so the difference is the new entity's alone.
  *
  * Input (argv[2], JSON): { root, entityFile, migrationName, timestamp, postgresUrl,
- * postgresDatabase, replacesEntity?, addsColumn? }: a field added to an entity replaces its
- * file, and names the column it adds.
+ * postgresDatabase, replacesEntity?, addsColumn?, dropsColumn? }: a field added to or dropped
+ * from an entity replaces its file, and names the column it adds or drops.
  */
 const { mkdtempSync, readdirSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
@@ -96,6 +96,33 @@ function addedInPlace({ upQueries }) {
     downQueries: [
       { query: `ALTER TABLE "${table}" DROP COLUMN "${input.addsColumn}"` },
     ],
+  };
+}
+
+/**
+ * SQLite's migration of a column dropped from a table: TypeORM rebuilds the table, where
+ * SQLite (3.35 and later) drops a column no index or constraint names in place. Down adds it
+ * back as the table had it, read from the rebuild's own down.
+ */
+function droppedInPlace({ downQueries }) {
+  const original = downQueries
+    .map(({ query }) =>
+      /^CREATE TABLE "(?!temporary_)(\w+)" \((.*)\)$/s.exec(query),
+    )
+    .find(Boolean);
+  if (!original) return undefined;
+  const [, table, definitions] = original;
+  const column = `"${input.dropsColumn}"`;
+  const definition = splitDefinitions(definitions).find((part) =>
+    part.startsWith(`${column} `),
+  );
+  // a column a constraint of the table names is dropped only by a rebuild
+  if (!definition || /PRIMARY KEY|UNIQUE|REFERENCES/i.test(definition)) {
+    return undefined;
+  }
+  return {
+    upQueries: [{ query: `ALTER TABLE "${table}" DROP COLUMN ${column}` }],
+    downQueries: [{ query: `ALTER TABLE "${table}" ADD COLUMN ${definition}` }],
   };
 }
 
@@ -188,9 +215,14 @@ async function main() {
     if (engine === 'sqlite' && input.addsColumn) {
       sql = addedInPlace(sql) ?? sql;
     }
+    if (engine === 'sqlite' && input.dropsColumn) {
+      sql = droppedInPlace(sql) ?? sql;
+    }
     if (sql.upQueries.length === 0) {
       throw new Error(
-        `TypeORM finds nothing to add to the ${engine} schema for the new entity: is its table already there?`,
+        input.dropsColumn
+          ? `TypeORM finds nothing to drop from the ${engine} schema: is the column ${input.dropsColumn} gone already?`
+          : `TypeORM finds nothing to add to the ${engine} schema for the new entity: is its table already there?`,
       );
     }
     migrations[engine] = migrationFile(sql);
