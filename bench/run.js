@@ -1,7 +1,8 @@
 // @ts-check
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
 //                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]
-//                   --database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]]
+//                   --database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]
+//                   [--relay-rtt 1]]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -22,6 +23,7 @@ const { dirname, join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
 const { PRODUCTION_NODE_FLAGS } = require('./built-service');
+const { relayedUrl } = require('./delay-relay');
 const {
   measureWebhookThroughput,
   printWebhookThroughput,
@@ -40,6 +42,9 @@ function parseArguments(argv) {
     // the server that --postgres-url names (the other servers are SQLite-only)
     database: 'sqlite',
     'postgres-url': 'postgres://postgres@127.0.0.1:5432/postgres',
+    // whole ms: with postgres, each server's connections go through a relay that adds this to
+    // every round trip, as a network would (bench/delay-relay.js); 0 is loopback itself
+    'relay-rtt': 0,
     smoke: false,
     out: '',
     // KEY=VALUE[,KEY=VALUE...] for the service only, to measure a setting (LOG_LEVEL=warn)
@@ -109,6 +114,10 @@ function parseArguments(argv) {
   options.againstNode = options['against-node'] || process.execPath;
   if (options.database !== 'sqlite' && options.database !== 'postgres')
     throw new Error('--database is sqlite or postgres');
+  if (!Number.isInteger(options['relay-rtt']) || options['relay-rtt'] < 0)
+    throw new Error('--relay-rtt is a whole number of milliseconds');
+  if (options['relay-rtt'] > 0 && options.database !== 'postgres')
+    throw new Error('--relay-rtt goes with --database postgres');
   if (options['against-env'] !== undefined && !options.against)
     throw new Error('--against-env goes with --against');
   options.serviceEnv = environment('service-env');
@@ -385,6 +394,8 @@ async function main() {
   const started = [];
   /** @type {string[]} */
   const postgresDatabases = [];
+  /** @type {(() => Promise<void>)[]} */
+  const relays = [];
   // with --preload, the service also runs on the small table in the same run, for the ratio
   const onPostgres = options.database === 'postgres';
   const servers = [
@@ -431,6 +442,12 @@ async function main() {
         postgresDatabases.push(prepared.database);
         tokens[s.name] = prepared.token;
         databaseUrls[s.name] = prepared.url;
+        // migrated and seeded directly; served through a relay of its own
+        if (options['relay-rtt'] > 0) {
+          const relayed = await relayedUrl(prepared.url, options['relay-rtt']);
+          relays.push(relayed.close);
+          databaseUrls[s.name] = relayed.url;
+        }
       } else {
         tokens[s.name] = prepareDatabase(
           files[s.name],
@@ -497,7 +514,9 @@ async function main() {
           keyedToUnkeyed:
             servers.service &&
             servers.service.requestsPerSecond /
-              median(runs['POST /plants'].service.map((m) => m.requestsPerSecond)),
+              median(
+                runs['POST /plants'].service.map((m) => m.requestsPerSecond),
+              ),
         }),
         serviceToHardenedPeer: ratio('service', 'peer-hardened'),
         ...(options.preload && {
@@ -578,6 +597,7 @@ async function main() {
     if (options.smoke) console.log(`SMOKE ${JSON.stringify(report)}`);
   } finally {
     await stopServers(started);
+    await Promise.all(relays.map((close) => close()));
     rmSync(folder, { recursive: true, force: true });
     if (postgresDatabases.length > 0)
       await dropPostgresDatabases(options['postgres-url'], postgresDatabases);
@@ -666,7 +686,7 @@ function printTable(report) {
   );
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
-      `${report.seeded} plants stored, ${report.options.database === 'postgres' ? 'PostgreSQL' : `SQLite synchronous=${report.options.synchronous}`}, ${report.node}` +
+      `${report.seeded} plants stored, ${report.options.database === 'postgres' ? `PostgreSQL${report.options['relay-rtt'] > 0 ? ` through a relay adding ${report.options['relay-rtt']} ms a round trip` : ''}` : `SQLite synchronous=${report.options.synchronous}`}, ${report.node}` +
       (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
   );
   for (const row of rows)

@@ -1,9 +1,18 @@
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { POSTGRES_ADMIN_URL } from './helpers/postgres';
 import { ROOT } from './helpers/service-process';
 import { makeTempFolder } from './helpers/test-app';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { startDelayRelay } = require('../bench/delay-relay') as {
+  startDelayRelay: (
+    target: { host: string; port: number },
+    roundTripMs: number,
+  ) => Promise<{ port: number; close: () => Promise<void> }>;
+};
 
 interface ServerFigures {
   requestsPerSecond: number;
@@ -179,6 +188,65 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
       expect(left.rows).toEqual([]);
     } finally {
       await admin.end();
+    }
+  });
+
+  it('drives them through a relay adding a round trip (--relay-rtt), and refuses one without PostgreSQL', () => {
+    const { report, stdout } = smokeRun(
+      '--database',
+      'postgres',
+      '--postgres-url',
+      POSTGRES_ADMIN_URL,
+      '--relay-rtt',
+      '1',
+    );
+    expect(stdout).toContain(
+      'PostgreSQL through a relay adding 1 ms a round trip',
+    );
+    for (const { servers } of report.scenarios) {
+      for (const figures of Object.values(servers)) {
+        expect(figures.errors).toBe(0);
+        expect(figures.requestsPerSecond).toBeGreaterThan(0);
+      }
+    }
+    const refused = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bench', 'run.js'), '--relay-rtt', '1'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      '--relay-rtt goes with --database postgres',
+    );
+  });
+
+  it('relays every byte in order, each round trip held at least the delay (bench/delay-relay.js)', async () => {
+    const echo = createServer((socket) => socket.pipe(socket));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const relay = await startDelayRelay(
+      { host: '127.0.0.1', port: (echo.address() as AddressInfo).port },
+      3,
+    );
+    const client = createConnection({ host: '127.0.0.1', port: relay.port });
+    try {
+      await once(client, 'connect');
+      const received: Buffer[] = [];
+      client.on('data', (chunk: Buffer) => received.push(chunk));
+      const started = performance.now();
+      client.write('first');
+      await once(client, 'data');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(3);
+      const sent = Array.from({ length: 200 }, (_, i) => `${i},`).join('');
+      for (const part of sent.match(/.{1,7}/g)!) client.write(part);
+      const whole = `first${sent}`;
+      while (Buffer.concat(received).length < whole.length) {
+        await once(client, 'data');
+      }
+      expect(Buffer.concat(received).toString()).toBe(whole);
+    } finally {
+      client.destroy();
+      await relay.close();
+      await new Promise((resolve) => echo.close(resolve));
     }
   });
 
