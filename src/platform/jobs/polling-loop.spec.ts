@@ -48,10 +48,8 @@ describe('PollingLoop', () => {
     expect(delays()).toEqual([25]);
     fire();
     expect(turns.turn).toHaveBeenCalledTimes(1);
-    expect(loop.turning).toBe(true);
     turns.end(300);
     await settled();
-    expect(loop.turning).toBe(false);
     expect(delays()).toEqual([300]);
   });
 
@@ -87,30 +85,29 @@ describe('PollingLoop', () => {
     expect(delays()).toEqual([0]);
   });
 
-  it('takes one turn at a time: a wake, or a timer that fires, during a turn starts none', async () => {
+  it('takes one turn at a time: a timer that fires during a turn starts none', async () => {
     const { timers, delays, fire } = manualTimers({ clears: false });
     const turns = manualTurns();
     const loop = new PollingLoop({ turn: turns.turn, failed: () => 1, timers });
     loop.start();
-    loop.wake();
-    expect(turns.turn).toHaveBeenCalledTimes(1);
-    // the timer start() set, which this clock could not clear
+    // started again: the first timer stays, as this clock cannot clear it
+    loop.start();
     fire();
-    loop.wake();
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+    fire();
     expect(turns.turn).toHaveBeenCalledTimes(1);
     turns.end(500);
     await settled();
     expect(delays()).toEqual([500]);
   });
 
-  it('wakes for a turn now, in place of the one its timer waits for', () => {
+  it('starts again in place of the turn its timer waits for', () => {
     const { timers, delays } = manualTimers();
     const turns = manualTurns();
     const loop = new PollingLoop({ turn: turns.turn, failed: () => 1, timers });
     loop.start(1000);
-    loop.wake();
-    expect(turns.turn).toHaveBeenCalledTimes(1);
-    expect(delays()).toEqual([]);
+    loop.start(10);
+    expect(delays()).toEqual([10]);
   });
 
   it('stops once the turn it interrupts has ended, with its signal aborted, and takes none after', async () => {
@@ -127,7 +124,6 @@ describe('PollingLoop', () => {
     turns.end(100);
     await stopping;
     expect(delays()).toEqual([]);
-    loop.wake();
     loop.start();
     expect(turns.turn).toHaveBeenCalledTimes(1);
     expect(delays()).toEqual([]);

@@ -34,7 +34,7 @@ export class PollingLoop {
   private readonly timers: Timers;
   private timer: unknown;
   private running?: Promise<void>;
-  /** Set before a turn starts: what the turn does before its first await counts as turning. */
+  /** Whether a turn runs: a timer that fires meanwhile (one a clock could not clear) starts none. */
   private isTurning = false;
 
   constructor(private readonly options: PollingLoopOptions) {
@@ -46,20 +46,8 @@ export class PollingLoop {
     return this.stopping.signal;
   }
 
-  /** Whether a turn runs now. */
-  get turning(): boolean {
-    return this.isTurning;
-  }
-
   start(inMs = 0): void {
     this.schedule(inMs);
-  }
-
-  /** A turn now, in place of the one the timer waits for; none while one runs or once stopped. */
-  wake(): void {
-    if (this.signal.aborted || this.turning) return;
-    this.timers.clear(this.timer);
-    this.turn();
   }
 
   /** No turn starts after this, and the one running has ended when it resolves. */
