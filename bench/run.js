@@ -686,11 +686,21 @@ function printTable(report) {
   );
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
-      `${report.seeded} plants stored, ${report.options.database === 'postgres' ? `PostgreSQL${report.options['relay-rtt'] > 0 ? ` through a relay adding ${report.options['relay-rtt']} ms a round trip` : ''}` : `SQLite synchronous=${report.options.synchronous}`}, ${report.node}` +
+      `${report.seeded} plants stored, ${databaseLabel(report.options)}, ${report.node}` +
       (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
   );
   for (const row of rows)
     console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
+}
+
+/** The engine the servers ran on, as the table's heading names it. */
+function databaseLabel(options) {
+  if (options.database !== 'postgres') {
+    return `SQLite synchronous=${options.synchronous}`;
+  }
+  return options['relay-rtt'] > 0
+    ? `PostgreSQL through a relay adding ${options['relay-rtt']} ms a round trip`
+    : 'PostgreSQL';
 }
 
 main().catch((error) => {

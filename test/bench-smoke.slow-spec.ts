@@ -63,6 +63,19 @@ function smokeRun(...args: string[]): { report: BenchReport; stdout: string } {
   };
 }
 
+/** What bench/run.js answers options it refuses before starting anything. */
+function refusalOf(...args: string[]): {
+  status: number | null;
+  stderr: string;
+} {
+  const { status, stderr } = spawnSync(
+    process.execPath,
+    [join(ROOT, 'bench', 'run.js'), ...args],
+    { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
+  );
+  return { status, stderr };
+}
+
 // The harness behind `npm run bench`, run for a second or so so that it never rots. No speed
 // is asserted here: numbers come from `npm run bench` and live in bench/README.md.
 const KEYED = 'POST /plants with Idempotency-Key';
@@ -209,11 +222,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
         expect(figures.requestsPerSecond).toBeGreaterThan(0);
       }
     }
-    const refused = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bench', 'run.js'), '--relay-rtt', '1'],
-      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
-    );
+    const refused = refusalOf('--relay-rtt', '1');
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain(
       '--relay-rtt goes with --database postgres',
@@ -251,11 +260,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
   });
 
   it('refuses --against a folder without a built service', () => {
-    const result = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bench', 'run.js'), '--against', join(ROOT, 'docs')],
-      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
-    );
+    const result = refusalOf('--against', join(ROOT, 'docs'));
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
       '--against needs a folder with a built service',
@@ -289,11 +294,7 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
   });
 
   it('refuses a malformed --service-env before starting anything', () => {
-    const result = spawnSync(
-      process.execPath,
-      [join(ROOT, 'bench', 'run.js'), '--service-env', 'log_level'],
-      { cwd: ROOT, encoding: 'utf8', timeout: 30_000 },
-    );
+    const result = refusalOf('--service-env', 'log_level');
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(
       '--service-env is KEY=VALUE[,KEY=VALUE...]',

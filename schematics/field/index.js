@@ -138,21 +138,14 @@ function field(options) {
         ),
       }),
     };
-    let migrations;
-    try {
-      migrations = await generateMigrations({
-        root: process.cwd(),
-        entityPath,
-        entitySource: changed[entityPath],
-        replacesEntity: entityPath,
-        addsColumn: settings.column,
-        migrationName: settings.migrationName,
-        timestamp: settings.timestamp,
-        postgresUrl: options.postgresUrl,
-      });
-    } catch (error) {
-      throw refuse(error.message);
-    }
+    const migrations = await generatedMigrations({
+      entityPath,
+      entitySource: changed[entityPath],
+      addsColumn: settings.column,
+      migrationName: settings.migrationName,
+      timestamp: settings.timestamp,
+      postgresUrl: options.postgresUrl,
+    });
     return writtenChange(tree, context, {
       changed,
       migrations,
@@ -161,6 +154,24 @@ function field(options) {
       contract: options.contract !== false,
     });
   };
+}
+
+/**
+ * The migrations of both engines for an entity a field command changed, which replaces the
+ * project's file of it; a failure to generate them is the command's refusal, in one line.
+ *
+ * @param {Omit<Parameters<typeof generateMigrations>[0], 'root' | 'replacesEntity'>} input
+ */
+async function generatedMigrations(input) {
+  try {
+    return await generateMigrations({
+      ...input,
+      root: process.cwd(),
+      replacesEntity: input.entityPath,
+    });
+  } catch (error) {
+    throw refuse(error.message);
+  }
 }
 
 /**
@@ -464,4 +475,9 @@ function withNamedImports(source, imports) {
   return text;
 }
 
-module.exports = { field, resourceFilesOf, writtenChange };
+module.exports = {
+  field,
+  generatedMigrations,
+  resourceFilesOf,
+  writtenChange,
+};

@@ -2,9 +2,12 @@
 'use strict';
 const { strings } = require('@angular-devkit/core');
 const ts = require('typescript');
-const { generateMigrations } = require('../resource/migrations');
 const { refuse } = require('../resource/index');
-const { resourceFilesOf, writtenChange } = require('./index');
+const {
+  generatedMigrations,
+  resourceFilesOf,
+  writtenChange,
+} = require('./index');
 
 /** What a column's options say of a field this release has stopped reading and writing. */
 const UNMAPPED = ['select: false', 'insert: false', 'update: false'];
@@ -42,23 +45,18 @@ function removeField(options) {
         if (property) changed[path] = withoutMember(source, property);
       }
     }
-    let migrations = {};
-    if (drop || settings.required) {
-      try {
-        migrations = await generateMigrations({
-          root: process.cwd(),
-          entityPath: files.entityPath,
-          entitySource,
-          replacesEntity: files.entityPath,
-          dropsColumn: drop ? settings.column : undefined,
-          migrationName: settings.migrationName,
-          timestamp: settings.timestamp,
-          postgresUrl: options.postgresUrl,
-        });
-      } catch (error) {
-        throw refuse(error.message);
-      }
-    }
+    // a nullable or defaulted column needs no migration until it is dropped
+    const migrations =
+      drop || settings.required
+        ? await generatedMigrations({
+            entityPath: files.entityPath,
+            entitySource,
+            dropsColumn: drop ? settings.column : undefined,
+            migrationName: settings.migrationName,
+            timestamp: settings.timestamp,
+            postgresUrl: options.postgresUrl,
+          })
+        : {};
     return writtenChange(tree, context, {
       changed,
       migrations,
@@ -67,8 +65,10 @@ function removeField(options) {
       // the API loses the field in the first step; dropping its column changes no contract
       contract: options.contract !== false && !drop,
       afterWriting: (written) => {
+        // a dropped column was out of the API a release already
+        if (drop) return;
         const mentions = mentionsOf(written, settings, Object.keys(changed));
-        if (!drop && mentions.length > 0) {
+        if (mentions.length > 0) {
           context.logger.warn(
             `${settings.name} is still named in ${mentions.join(', ')}: a request that sends it is now refused (400) and an answer has it no more; change them to match`,
           );
@@ -131,6 +131,7 @@ function settingsOf(options, tree) {
     drop,
     files,
     member,
+    decorator: column,
     command,
     Singular,
     column: columnNameOf(optionsText, name),
@@ -182,7 +183,7 @@ function columnDecoratorOf(member) {
  * made nullable if it was required, and optional in TypeScript.
  */
 function withUnmappedMember(source, member, settings) {
-  const column = columnDecoratorOf(member);
+  const column = settings.decorator;
   const given = column.arguments[0];
   const added = [
     ...(settings.required ? ['nullable: true'] : []),

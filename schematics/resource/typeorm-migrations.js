@@ -101,8 +101,10 @@ function addedInPlace({ upQueries }) {
 
 /**
  * SQLite's migration of a column dropped from a table: TypeORM rebuilds the table, where
- * SQLite (3.35 and later) drops a column no index or constraint names in place. Down adds it
- * back as the table had it, read from the rebuild's own down.
+ * SQLite (3.35 and later) drops a column in place unless a key or an index names it. A column
+ * whose own definition holds a key is left to the rebuild; an index on it is not looked for
+ * (the field commands make none). Down adds it back as the table had it, read from the
+ * rebuild's own down.
  */
 function droppedInPlace({ downQueries }) {
   const original = downQueries

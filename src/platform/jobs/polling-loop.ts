@@ -23,11 +23,12 @@ export interface PollingLoopOptions {
 
 /**
  * The loop periodic work runs in on an instance: periodic jobs (JobLoop) and event handlers
- * (HandlerLoop); the webhook dispatcher's (DispatchLoop) is still its own. One turn at a time, the next when
- * the turn says; a turn that fails is reported and the loop goes on; `stop()` clears the
- * timer, aborts the signal the turns are handed, and waits for the turn that runs. What each
- * turn claims, and how long it may hold it, is its owner's: the leases are in the database,
- * whose clock decides (docs/decisions.md, "Time that decides for others").
+ * (HandlerLoop); the webhook dispatcher's (DispatchLoop) is still its own. One turn at a
+ * time, the next when the turn says; a turn that fails is reported and the loop goes on;
+ * `stop()` clears the timer, aborts the signal the turns are handed, and waits for the turn
+ * that runs. What each turn claims, and how long it may hold it, is its owner's: the leases
+ * are in the database, whose clock decides (docs/decisions.md, "Time that decides for
+ * others").
  */
 export class PollingLoop {
   private readonly stopping = new AbortController();
