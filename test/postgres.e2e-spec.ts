@@ -1,9 +1,11 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import {
   BUSY_MESSAGE,
   BUSY_RETRY_AFTER_SECONDS,
 } from '../src/platform/common/errors/error-answers';
+import type { CallbackPool } from '../src/platform/database/callback-pool';
 import { DatabaseAvailabilityService } from '../src/platform/database/database-availability.service';
 import { SqlDeliveryStore } from '../src/modules/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';
@@ -26,6 +28,16 @@ const { generatorDatabaseName } =
   require('../schematics/resource/migrations') as {
     generatorDatabaseName: (env: NodeJS.ProcessEnv) => string;
   };
+
+/** A pg client as far as the test below taps it: its query, and the socket it writes to. */
+interface PgSocket {
+  write: (chunk: Buffer, ...rest: unknown[]) => boolean;
+  prependListener: (event: 'data', listener: () => void) => void;
+}
+interface PgConnection {
+  query: (...args: unknown[]) => unknown;
+  connection: { stream: PgSocket };
+}
 
 const INT64_MIN = '-9223372036854775808';
 const INT64_MAX = '9223372036854775807';
@@ -384,6 +396,72 @@ describeWithPostgres('statements with parameters', () => {
     expect(
       await preparedAfterRequests({ DB_PREPARED_STATEMENTS: 'false' }),
     ).toEqual([]);
+  });
+});
+
+describeWithPostgres("a transaction's BEGIN", () => {
+  it('goes out with the first statement: both are written before the server answers', async () => {
+    const database = await createTestDatabase();
+    const testApp = await startTestApp({ env: { DATABASE_URL: database.url } });
+    try {
+      const dataSource = testApp.app.get(DataSource);
+      // what the transaction's connection writes and reads, in order: a statement's text goes
+      // out in its message (one not yet prepared on the connection); the server's answers are
+      // seen as they arrive, before the client reads them and sends what waited on them
+      const seen: string[] = [];
+      const ours = new AsyncLocalStorage<true>();
+      let recording = true;
+      const record = (event: string) => {
+        if (recording && seen.at(-1) !== event) seen.push(event);
+      };
+      // no word boundary before: a message's length bytes precede its text
+      const verbOf = (text: string) => /(START|SELECT|COMMIT)/.exec(text)?.[1];
+      const tapped = new WeakSet<object>();
+      const pool = (dataSource.driver as unknown as { master: CallbackPool })
+        .master;
+      const connect = pool.connect.bind(pool);
+      pool.connect = (callback) =>
+        connect((error, client, release) => {
+          const connection = client as PgConnection;
+          if (!error && !tapped.has(connection)) {
+            tapped.add(connection);
+            const query = connection.query.bind(connection);
+            connection.query = (...args) => {
+              const socket = connection.connection.stream;
+              if (ours.getStore() && !tapped.has(socket)) {
+                tapped.add(socket);
+                const write = socket.write.bind(socket);
+                socket.write = (chunk: Buffer, ...rest: unknown[]) => {
+                  const verb = verbOf(chunk.toString('latin1'));
+                  if (verb) record(`wrote ${verb}`);
+                  return write(chunk, ...rest);
+                };
+                socket.prependListener('data', () => record('received'));
+              }
+              return query(...args);
+            };
+          }
+          callback(error, client, release);
+        });
+
+      await ours.run(true, () =>
+        dataSource.transaction('SERIALIZABLE', (manager) =>
+          manager.query('SELECT $1::int AS "pipelined"', [1]),
+        ),
+      );
+      recording = false;
+
+      expect(seen).toEqual([
+        'wrote START',
+        'wrote SELECT',
+        'received',
+        'wrote COMMIT',
+        'received',
+      ]);
+    } finally {
+      await testApp.close();
+      await database.drop();
+    }
   });
 });
 

@@ -87,6 +87,9 @@ function postgresOptions(config: PostgresConfig): PortableDataSourceOptions {
       query_timeout: config.queryTimeoutMs,
       // a dead server must not hold requests until the OS gives up on the socket
       keepAlive: true,
+      // a statement goes out without waiting for the answer to the one before it: a
+      // transaction's BEGIN and first statement take one round trip (transaction-runner.ts)
+      pipeline: true,
     },
   };
 }

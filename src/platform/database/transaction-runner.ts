@@ -139,10 +139,11 @@ export class TransactionRunner {
     };
     try {
       return await activeTransaction.run(active, async () => {
-        await this.begin(owner, isolation);
+        const { begun } = await this.begin(owner, isolation);
         if (adopting) this.watchFirstStatement(owner, active);
         try {
           const result = await work(owner.manager);
+          await begun;
           await owner.commitTransaction();
           this.dataSource.writeCommitted();
           return result;
@@ -159,28 +160,45 @@ export class TransactionRunner {
   }
 
   /**
-   * Begins `owner`'s transaction. On PostgreSQL in one round trip where TypeORM takes two
-   * (START TRANSACTION, then SET TRANSACTION ISOLATION LEVEL), with the level's bound on
-   * row-lock waits (boundsLockWaits). SQLite's own level is serializable, and TypeORM refuses it
-   * any other.
+   * Begins `owner`'s transaction. Resolves once it has begun on SQLite, and once BEGIN is sent
+   * on PostgreSQL, with `begun`, the promise of the server's answer (in an object: an async
+   * function's promise takes on a promise it returns, and would wait for the answer).
+   *
+   * On PostgreSQL, BEGIN is one statement where TypeORM sends two (START TRANSACTION, then SET
+   * TRANSACTION ISOLATION LEVEL), with the level's bound on row-lock waits (boundsLockWaits),
+   * and nothing waits for its answer: the connection is pipelined (data-source-options.ts), so
+   * the transaction's first statement goes out behind it and the two take one round trip.
+   * BEGIN fails only with its connection, and then the statements behind it fail too. SQLite's
+   * own level is serializable, and TypeORM refuses it any other.
    */
   private async begin(
     owner: QueryRunner,
     isolation: IsolationLevel,
-  ): Promise<void> {
-    if (!this.postgres) return owner.startTransaction();
+  ): Promise<{ begun: Promise<unknown> }> {
+    if (!this.postgres) {
+      await owner.startTransaction();
+      return { begun: Promise.resolve() };
+    }
+    // the connection first: BEGIN is then the first statement its client is given
+    await owner.connect();
     const query = owner.query.bind(owner);
-    owner.query = ((sql: string) =>
-      sql === 'START TRANSACTION'
-        ? Promise.resolve()
-        : query(
-            `START TRANSACTION ISOLATION LEVEL ${isolation}${boundsLockWaits(isolation) ? `; ${BOUNDED_LOCK_WAIT}` : ''}`,
-          )) as QueryRunner['query'];
+    let begun: Promise<unknown> = Promise.resolve();
+    owner.query = ((sql: string) => {
+      if (sql === 'START TRANSACTION') {
+        begun = query(
+          `START TRANSACTION ISOLATION LEVEL ${isolation}${boundsLockWaits(isolation) ? `; ${BOUNDED_LOCK_WAIT}` : ''}`,
+        );
+        // awaited by the caller, before COMMIT; a failure is also the next statement's
+        begun.catch(() => undefined);
+      }
+      return Promise.resolve();
+    }) as QueryRunner['query'];
     try {
       await owner.startTransaction(isolation);
     } finally {
       owner.query = query;
     }
+    return { begun };
   }
 
   /**
