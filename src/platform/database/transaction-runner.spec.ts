@@ -6,17 +6,6 @@ import {
 } from './transaction-runner';
 import { activeTransaction } from './transaction-context';
 
-/** A promise and the functions that settle it, for answers the test gives when it chooses. */
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((settle, fail) => {
-    resolve = settle;
-    reject = fail;
-  });
-  return { promise, resolve, reject };
-}
-
 /**
  * A PostgreSQL query runner as TypeORM's behaves where the runner relies on it: startTransaction
  * sends START TRANSACTION, then SET TRANSACTION ISOLATION LEVEL, through `query`. Each statement
@@ -24,7 +13,7 @@ function deferred<T>() {
  */
 function postgresRunner() {
   const sent: string[] = [];
-  const begin = deferred<unknown>();
+  const begin = Promise.withResolvers<unknown>();
   const runner = {
     isTransactionActive: false,
     connect: jest.fn(() => Promise.resolve({})),
@@ -67,7 +56,7 @@ function postgresRunner() {
 describe('TransactionRunner on PostgreSQL', () => {
   it("sends the transaction's first statement before BEGIN is answered, and COMMIT only after", async () => {
     const { sent, begin, transactions, runner } = postgresRunner();
-    const firstStatement = deferred<void>();
+    const firstStatement = Promise.withResolvers<void>();
     const done = transactions.run(
       'SERIALIZABLE',
       async (manager) => {
@@ -91,7 +80,7 @@ describe('TransactionRunner on PostgreSQL', () => {
 
   it('takes the connection before it sends BEGIN, so that BEGIN is its first statement', async () => {
     const { sent, begin, transactions, runner } = postgresRunner();
-    const connected = deferred<object>();
+    const connected = Promise.withResolvers<object>();
     runner.connect.mockReturnValueOnce(connected.promise);
     const done = transactions.run(
       'READ COMMITTED',
