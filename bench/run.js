@@ -555,6 +555,11 @@ async function main() {
           ...(options.smoke
             ? { plants: 200, seconds: 5 }
             : { plants: 5000, seconds: 10 }),
+          // the engine of the run, and its relay
+          ...(onPostgres && {
+            postgresUrl: options['postgres-url'],
+            relayRtt: options['relay-rtt'],
+          }),
         }),
       );
     }

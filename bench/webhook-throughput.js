@@ -5,13 +5,14 @@
 // and the most attempts the slow receiver had open at once.
 // Run by `npm run bench` (bench/run.js); alone: node bench/webhook-throughput.js [--plants N]
 //   [--seconds S] [--against DIR] [--no-slow] (the fast receiver alone)
-//   [--database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]]
+//   [--database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres] [--relay-rtt 1]]
 'use strict';
 const { execFileSync } = require('node:child_process');
 const { createServer } = require('node:http');
 const { join } = require('node:path');
 const Database = require('better-sqlite3');
 const { ROOT, option, postgresDatabase, startBuiltService } = require('./built-service');
+const { relayedUrl } = require('./delay-relay');
 
 /** @param {(response: import('node:http').ServerResponse) => void} answer */
 function startReceiver(answer) {
@@ -46,15 +47,18 @@ function startReceiver(answer) {
 /**
  * Measures one build (its folder holds dist/): the backlog is written straight into the
  * database before the service starts, so the figure is the dispatcher's alone.
- * @param {{ root?: string, node?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean }} options
+ * On PostgreSQL (`postgresUrl`), `relayRtt` whole ms put a relay adding them to each round trip
+ * between the service and its database (bench/delay-relay.js); the backlog is written directly.
+ * @param {{ root?: string, node?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean, postgresUrl?: string, relayRtt?: number }} options
  */
-async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true, postgresUrl = '' } = {}) {
+async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true, postgresUrl = '', relayRtt = 0 } = {}) {
   const fast = await startReceiver((response) => response.writeHead(204).end());
   const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
   const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
   // on PostgreSQL, a database of its own on the server the URL names
   const database = postgresUrl ? postgresDatabase(postgresUrl, `plant_store_webhooks_${process.pid}_${Date.now()}`) : undefined;
-  if (database) env.DATABASE_URL = database.url;
+  const relay = database && relayRtt > 0 ? await relayedUrl(database.url, relayRtt) : undefined;
+  if (database) env.DATABASE_URL = relay?.url ?? database.url;
   const service = await startBuiltService(`webhooks-${name}`, env, {
     root,
     node,
@@ -98,9 +102,9 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
     slowReceiverMaxOpen: slow.stats.maxOpen,
   };
   await service.stop();
-  await Promise.all([fast.close(), slow.close()]);
+  await Promise.all([fast.close(), slow.close(), relay?.close()]);
   database?.drop();
-  result.database = database ? 'PostgreSQL' : 'SQLite';
+  result.database = !database ? 'SQLite' : relay ? `PostgreSQL through a relay adding ${relayRtt} ms a round trip` : 'PostgreSQL';
   return result;
 }
 
@@ -126,10 +130,11 @@ if (require.main === module) {
     const postgres = process.argv.includes('--database') && process.argv[process.argv.indexOf('--database') + 1] === 'postgres';
     const urlIndex = process.argv.indexOf('--postgres-url');
     const postgresUrl = postgres ? (urlIndex === -1 ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.argv[urlIndex + 1]) : '';
-    const results = [await measureWebhookThroughput({ plants, seconds, slowReceiver, postgresUrl })];
+    const relayRtt = option('relay-rtt', 0);
+    const results = [await measureWebhookThroughput({ plants, seconds, slowReceiver, postgresUrl, relayRtt })];
     if (index !== -1) {
       results.push(
-        await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, slowReceiver, name: 'service-against', postgresUrl }),
+        await measureWebhookThroughput({ root: process.argv[index + 1], plants, seconds, slowReceiver, name: 'service-against', postgresUrl, relayRtt }),
       );
     }
     printWebhookThroughput(results);

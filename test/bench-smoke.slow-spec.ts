@@ -43,6 +43,8 @@ interface BenchReport {
     delivered: number;
     deliveriesPerSecond: number;
     slowReceiverMaxOpen: number;
+    /** The engine the dispatcher ran on, and its relay. */
+    database: string;
   }[];
 }
 
@@ -222,6 +224,13 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
         expect(figures.requestsPerSecond).toBeGreaterThan(0);
       }
     }
+    // the dispatcher too, on the run's engine and through its relay
+    expect(report.webhooks).toEqual([
+      expect.objectContaining({
+        database: 'PostgreSQL through a relay adding 1 ms a round trip',
+        delivered: report.webhooks[0].backlog,
+      }),
+    ]);
     const refused = refusalOf('--relay-rtt', '1');
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain(
