@@ -14,6 +14,8 @@ import { activeTransaction } from './transaction-context';
 function postgresRunner() {
   const sent: string[] = [];
   const begin = Promise.withResolvers<unknown>();
+  // a refused BEGIN that nothing sent (as under a mutant) must fail its test, not the process
+  begin.promise.catch(() => undefined);
   const runner = {
     isTransactionActive: false,
     connect: jest.fn(() => Promise.resolve({})),
