@@ -93,7 +93,18 @@ async function relayedUrl(url, roundTripMs) {
   };
 }
 
-module.exports = { startDelayRelay, relayedUrl };
+/**
+ * PostgreSQL as a report names it, with the relay in front of it when there is one.
+ *
+ * @param {number} roundTripMs 0 for none
+ */
+function postgresLabel(roundTripMs) {
+  return roundTripMs > 0
+    ? `PostgreSQL through a relay adding ${roundTripMs} ms a round trip`
+    : 'PostgreSQL';
+}
+
+module.exports = { startDelayRelay, relayedUrl, postgresLabel };
 
 if (require.main === module && process.argv[2] === '--serve') {
   // node bench/delay-relay.js --serve host:port 1: prints its port, relays until it is killed

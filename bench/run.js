@@ -23,7 +23,7 @@ const { dirname, join } = require('node:path');
 const autocannon = require('autocannon');
 const Database = require('better-sqlite3');
 const { PRODUCTION_NODE_FLAGS } = require('./built-service');
-const { relayedUrl } = require('./delay-relay');
+const { postgresLabel, relayedUrl } = require('./delay-relay');
 const {
   measureWebhookThroughput,
   printWebhookThroughput,
@@ -703,9 +703,7 @@ function databaseLabel(options) {
   if (options.database !== 'postgres') {
     return `SQLite synchronous=${options.synchronous}`;
   }
-  return options['relay-rtt'] > 0
-    ? `PostgreSQL through a relay adding ${options['relay-rtt']} ms a round trip`
-    : 'PostgreSQL';
+  return postgresLabel(options['relay-rtt']);
 }
 
 main().catch((error) => {

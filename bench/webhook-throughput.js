@@ -12,7 +12,7 @@ const { createServer } = require('node:http');
 const { join } = require('node:path');
 const Database = require('better-sqlite3');
 const { ROOT, option, postgresDatabase, startBuiltService } = require('./built-service');
-const { relayedUrl } = require('./delay-relay');
+const { postgresLabel, relayedUrl } = require('./delay-relay');
 
 /** @param {(response: import('node:http').ServerResponse) => void} answer */
 function startReceiver(answer) {
@@ -104,7 +104,7 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
   await service.stop();
   await Promise.all([fast.close(), slow.close(), relay?.close()]);
   database?.drop();
-  result.database = !database ? 'SQLite' : relay ? `PostgreSQL through a relay adding ${relayRtt} ms a round trip` : 'PostgreSQL';
+  result.database = database ? postgresLabel(relayRtt) : 'SQLite';
   return result;
 }
 
