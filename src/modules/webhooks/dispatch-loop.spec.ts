@@ -168,6 +168,7 @@ describe('DispatchLoop, polling', () => {
     driven.fire();
     expect(driven.engine.poll).not.toHaveBeenCalled();
     expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
+    await driven.settled();
     expect(driven.delays()).toEqual([500]);
     fenced = false;
     driven.fire();
@@ -175,6 +176,27 @@ describe('DispatchLoop, polling', () => {
     expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
     driven.polls[0].end({ backlog: false });
     await driven.settled();
+  });
+
+  it('gives back what it claimed ahead as soon as an attempt ends once the store is fenced, though a poll runs', async () => {
+    let fenced = false;
+    const driven = drivenLoop({ maxInFlight: 16, fenced: () => fenced });
+    driven.loop.start();
+    driven.fire();
+    driven.polls[0].end({ backlog: true });
+    await driven.settled();
+    driven.engine.attemptsInFlight = 14;
+    driven.polls[0].attemptEnded(false);
+    expect(driven.engine.poll).toHaveBeenCalledTimes(2);
+
+    fenced = true;
+    driven.polls[1].attemptEnded(false);
+    expect(driven.engine.giveBackClaimedAhead).toHaveBeenCalledTimes(1);
+    driven.polls[1].end({ backlog: true });
+    await driven.settled();
+    // the fenced wake asked for no poll: the next look is after the interval
+    expect(driven.delays()).toEqual([500]);
+    expect(driven.engine.poll).toHaveBeenCalledTimes(2);
   });
 
   it('reports a failed poll and tries again after the interval; once stopped, neither', async () => {

@@ -1,5 +1,5 @@
 import type { DeliveryEngine } from './delivery-engine';
-import type { Timers } from '../../platform/jobs';
+import { PollingLoop, type Timers } from '../../platform/jobs';
 import type { EngineConfig } from './engine-dependencies';
 
 export interface LoopOptions {
@@ -18,39 +18,43 @@ export interface LoopOptions {
 }
 
 /**
- * When the engine polls: after WEBHOOKS_POLL_INTERVAL while idle; under a backlog, as soon as
- * a poll ends wanting more and as attempts end, once enough slots are free for one poll to
- * fill them (or enough attempts claimed ahead have taken the slots of those that ended for
- * one poll to top them up), so that a backlog drains at the receivers' pace. One poll runs at
- * a time.
+ * When the engine polls, each poll a turn of a PollingLoop: after WEBHOOKS_POLL_INTERVAL
+ * while idle; under a backlog, as soon as a poll ends wanting more and as attempts end, once
+ * enough slots are free for one poll to fill them (or enough attempts claimed ahead have taken
+ * the slots of those that ended for one poll to top them up), so that a backlog drains at the
+ * receivers' pace. While the store is fenced, every such wake gives back what was claimed
+ * ahead at once, a poll running or not, so that a move waits for no claim it need not.
  */
 export class DispatchLoop {
-  private timer: unknown;
-  private polling = false;
+  private readonly loop: PollingLoop;
   /** A slot freed while a poll ran: poll again as soon as it ends. */
   private pollAgain = false;
   /** Attempts that ended since the last poll began and were replaced by one claimed ahead. */
   private replaced = 0;
   private backlog = false;
-  private stopped = false;
-  /** The poll running now, which stop() waits for. */
-  private running: Promise<void> | undefined;
 
   constructor(
     private readonly engine: DeliveryEngine,
     private readonly config: Pick<EngineConfig, 'maxInFlight'>,
     private readonly options: LoopOptions,
-  ) {}
+  ) {
+    this.loop = new PollingLoop({
+      timers: options.timers,
+      turn: () => this.pollOnce(),
+      failed: (error) => {
+        if (!this.loop.signal.aborted) options.onError(error);
+        return options.intervalMs;
+      },
+    });
+  }
 
   start(): void {
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** No poll starts after this, and the one running has ended when it resolves. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.options.timers.clear(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Under a backlog, a poll waits for this many free slots: one poll fills them all. */
@@ -58,45 +62,28 @@ export class DispatchLoop {
     return Math.max(1, Math.floor(this.config.maxInFlight / 8));
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.options.timers.clear(this.timer);
-    this.timer = this.options.timers.set(() => void this.poll(), ms);
+  private fenced(): boolean {
+    if (!this.options.fenced?.()) return false;
+    void this.engine.giveBackClaimedAhead();
+    return true;
   }
 
-  private async poll(): Promise<void> {
-    if (this.stopped) return;
-    if (this.options.fenced?.()) {
-      void this.engine.giveBackClaimedAhead();
-      this.schedule(this.options.intervalMs);
-      return;
-    }
-    if (this.polling) {
-      this.pollAgain = true;
-      return;
-    }
-    this.polling = true;
+  /** A poll now, or as soon as the one running ends. */
+  private wake(): void {
+    if (this.fenced()) return;
+    if (!this.loop.wake()) this.pollAgain = true;
+  }
+
+  /** One poll; says how long to wait for the next. One that fails waits the interval. */
+  private async pollOnce(): Promise<number> {
+    if (this.fenced()) return this.options.intervalMs;
     this.pollAgain = false;
     this.replaced = 0;
-    this.running = this.pollOnce();
-    await this.running;
-  }
-
-  private async pollOnce(): Promise<void> {
-    try {
-      ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
-        this.attemptEnded(replaced),
-      ));
-      this.options.onPolled();
-    } catch (error) {
-      if (!this.stopped) this.options.onError(error);
-    } finally {
-      this.polling = false;
-      this.running = undefined;
-      this.schedule(
-        this.pollAgain && this.backlog ? 0 : this.options.intervalMs,
-      );
-    }
+    ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
+      this.attemptEnded(replaced),
+    ));
+    this.options.onPolled();
+    return this.pollAgain && this.backlog ? 0 : this.options.intervalMs;
   }
 
   /**
@@ -107,10 +94,10 @@ export class DispatchLoop {
     if (!this.backlog) return;
     if (replaced) {
       this.replaced += 1;
-      if (this.replaced >= this.refillBatch()) void this.poll();
+      if (this.replaced >= this.refillBatch()) this.wake();
       return;
     }
     const free = this.config.maxInFlight - this.engine.attemptsInFlight;
-    if (free >= this.refillBatch()) void this.poll();
+    if (free >= this.refillBatch()) this.wake();
   }
 }

@@ -5,4 +5,4 @@ export {
   type JobSchedule,
   type PeriodicJob,
 } from './job.decorator';
-export type { Timers } from './polling-loop';
+export { PollingLoop, type Timers } from './polling-loop';

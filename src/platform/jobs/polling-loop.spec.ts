@@ -110,6 +110,24 @@ describe('PollingLoop', () => {
     expect(delays()).toEqual([10]);
   });
 
+  it('wakes to a turn at once in place of the timer, but not while a turn runs or once stopped', async () => {
+    const { timers, delays } = manualTimers();
+    const turns = manualTurns();
+    const loop = new PollingLoop({ turn: turns.turn, failed: () => 1, timers });
+    loop.start(1000);
+    expect(loop.wake()).toBe(true);
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+    expect(delays()).toEqual([]);
+    expect(loop.wake()).toBe(false);
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+    turns.end(300);
+    await settled();
+    expect(delays()).toEqual([300]);
+    await loop.stop();
+    expect(loop.wake()).toBe(false);
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+  });
+
   it('stops once the turn it interrupts has ended, with its signal aborted, and takes none after', async () => {
     const { timers, delays, fire } = manualTimers();
     const turns = manualTurns();

@@ -22,11 +22,11 @@ export interface PollingLoopOptions {
 }
 
 /**
- * The loop periodic work runs in on an instance: periodic jobs (JobLoop) and event handlers
- * (HandlerLoop); the webhook dispatcher's (DispatchLoop) is still its own. One turn at a
- * time, the next when the turn says; a turn that fails is reported and the loop goes on;
- * `stop()` clears the timer, aborts the signal the turns are handed, and waits for the turn
- * that runs. What each turn claims, and how long it may hold it, is its owner's: the leases
+ * The one loop periodic work runs in on an instance: periodic jobs (JobLoop), event handlers
+ * (HandlerLoop) and the webhook dispatcher (DispatchLoop). One turn at a time, the next when
+ * the turn says, or sooner when its owner wakes it; a turn that fails is reported and the loop
+ * goes on; `stop()` clears the timer, aborts the signal the turns are handed, and waits for
+ * the turn that runs. What each turn claims, and how long it may hold it, is its owner's: the leases
  * are in the database, whose clock decides (docs/decisions.md, "Time that decides for
  * others").
  */
@@ -49,6 +49,17 @@ export class PollingLoop {
 
   start(inMs = 0): void {
     this.schedule(inMs);
+  }
+
+  /**
+   * A turn now, in place of the one the timer waits for; says whether it started one. None
+   * starts while a turn runs, or once stopped: the owner decides what a wake then means.
+   */
+  wake(): boolean {
+    if (this.signal.aborted || this.isTurning) return false;
+    this.timers.clear(this.timer);
+    this.turn();
+    return true;
   }
 
   /** No turn starts after this, and the one running has ended when it resolves. */
