@@ -94,12 +94,6 @@ export default async () => {
           import('./platform/events/event-handler.entity.js'),
           {
             EventHandlerState: {
-              name: {
-                required: true,
-                type: () => String,
-                description:
-                  'As `@EventHandler()` declares it: `care.plant-deleted`.',
-              },
               eventTypes: {
                 required: true,
                 type: () => String,
@@ -111,8 +105,6 @@ export default async () => {
                 description:
                   'The place in the log of the last event it handled, or passed over.',
               },
-              leasedBy: { required: true, type: () => String, nullable: true },
-              leasedUntil: { required: true, type: () => Date, nullable: true },
               failures: {
                 required: true,
                 type: () => Number,
@@ -298,32 +290,12 @@ export default async () => {
           import('./platform/jobs/scheduled-job.entity.js'),
           {
             ScheduledJob: {
-              name: {
-                required: true,
-                type: () => String,
-                description:
-                  "The job's name, as `@Job()` declares it: `webhooks.retention`.",
-              },
               doneTick: {
                 required: true,
                 type: () => Date,
                 nullable: true,
                 description:
                   'The time of the last tick that ran to its end; null before the first.',
-              },
-              leasedBy: {
-                required: true,
-                type: () => String,
-                nullable: true,
-                description:
-                  'The instance running a tick now (see `leasedUntil`).',
-              },
-              leasedUntil: {
-                required: true,
-                type: () => Date,
-                nullable: true,
-                description:
-                  'Until when `leasedBy` holds the job; past it another instance may take the tick over.',
               },
               lastEndedAt: {
                 required: true,

@@ -1,5 +1,6 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity } from 'typeorm';
 import { Int64Column, SmallIntegerColumn } from '../database/columns';
+import { LeasedRow } from '../jobs/leased-row';
 
 /**
  * An in-process consumer of the event log (docs/decisions.md, "Reacting to events"): the
@@ -8,11 +9,7 @@ import { Int64Column, SmallIntegerColumn } from '../database/columns';
  * has been seen running it within the last HANDLER_RETIRED_AFTER.
  */
 @Entity('event_handlers')
-export class EventHandlerState {
-  /** As `@EventHandler()` declares it: `care.plant-deleted`. */
-  @PrimaryColumn({ type: 'varchar', length: 64 })
-  name!: string;
-
+export class EventHandlerState extends LeasedRow {
   /** The event types it handles, comma-separated. */
   @Column({ name: 'event_types', type: 'text' })
   eventTypes!: string;
@@ -20,12 +17,6 @@ export class EventHandlerState {
   /** The place in the log of the last event it handled, or passed over. */
   @Int64Column({ default: 0 })
   cursor!: bigint;
-
-  @Column({ name: 'leased_by', type: 'varchar', length: 80, nullable: true })
-  leasedBy!: string | null;
-
-  @Column({ name: 'leased_until', type: Date, nullable: true })
-  leasedUntil!: Date | null;
 
   /** Failed attempts in a row at the event after the cursor. */
   @SmallIntegerColumn({ default: 0 })

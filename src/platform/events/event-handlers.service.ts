@@ -12,12 +12,10 @@ import { In, IsNull, LessThan, MoreThan, Not, type DataSource } from 'typeorm';
 import { StartupError } from '../common/errors/startup-error';
 import { DURATION_FORMAT, parseDuration } from '../config/setting-kinds';
 import { isDeclaredName } from '../common/modules/declared-name';
-import {
-  DatabaseClockService,
-  STORED_TIME_SLACK_MS,
-} from '../database/database-clock.service';
+import { DatabaseClockService } from '../database/database-clock.service';
 import type { PortableDataSource } from '../database/portable-data-source';
 import { StoreFenceService } from '../database/store-fence.service';
+import { takeableLeases } from '../jobs/leased-row';
 import { Metrics } from '../metrics/metrics';
 import { EventCatalogue } from './event-catalogue';
 import {
@@ -222,16 +220,17 @@ export class SqlHandlerStore implements HandlerStore {
     now: Date,
     leaseMs: number,
   ): Promise<boolean> {
-    const after = (ms: number) => new Date(now.getTime() + ms);
     const free = [
-      { leasedUntil: IsNull() },
-      { leasedUntil: LessThan(now) },
-      { leasedUntil: MoreThan(after(leaseMs + STORED_TIME_SLACK_MS)) },
+      ...takeableLeases(now, leaseMs),
       { leasedBy: instance },
     ].flatMap((lease) => [
       { name, ...lease, retryAt: IsNull() },
       { name, ...lease, retryAt: LessThan(now) },
-      { name, ...lease, retryAt: MoreThan(after(RETRY_AT_BOUND_MS)) },
+      {
+        name,
+        ...lease,
+        retryAt: MoreThan(new Date(now.getTime() + RETRY_AT_BOUND_MS)),
+      },
     ]);
     const { affected } = await this.states.update(free, {
       leasedBy: instance,

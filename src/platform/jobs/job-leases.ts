@@ -1,5 +1,6 @@
 import type { Repository } from 'typeorm';
 import { STORED_TIME_SLACK_MS } from '../database/database-clock.service';
+import { takeableLeases } from './leased-row';
 import { ScheduledJob } from './scheduled-job.entity';
 
 /** How a run ended, as `last_outcome` and the metrics say it. */
@@ -30,9 +31,9 @@ export class JobLeases {
 
   /**
    * Takes the tick at `tick` for `leaseMs` from `now`, if it has not run to its end yet and
-   * nobody holds a lease that is still good; says whether it did. A done tick or a lease end
-   * further ahead than any instance could have written it (STORED_TIME_SLACK_MS past `now`,
-   * or past a lease from `now`) came from a clock that was ahead, and holds nothing.
+   * its lease may be taken (`takeableLeases`); says whether it did. A done tick further ahead
+   * than any instance could have written it (STORED_TIME_SLACK_MS past `now`) came from a
+   * clock that was ahead, and holds nothing.
    */
   async claim(
     name: string,
@@ -52,13 +53,7 @@ export class JobLeases {
         '(done_tick IS NULL OR done_tick < :tick OR done_tick > :doneBound)',
         { tick, doneBound: new Date(now.getTime() + STORED_TIME_SLACK_MS) },
       )
-      .andWhere(
-        '(leased_until IS NULL OR leased_until < :now OR leased_until > :leaseBound)',
-        {
-          now,
-          leaseBound: new Date(now.getTime() + leaseMs + STORED_TIME_SLACK_MS),
-        },
-      )
+      .andWhere(takeableLeases(now, leaseMs))
       .execute();
     return affected === 1;
   }

@@ -1,4 +1,5 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity } from 'typeorm';
+import { LeasedRow } from './leased-row';
 
 /**
  * A periodic job's place in its schedule, shared by every instance (docs/decisions.md,
@@ -7,22 +8,10 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
  * once, whatever the number of instances.
  */
 @Entity('scheduled_jobs')
-export class ScheduledJob {
-  /** The job's name, as `@Job()` declares it: `webhooks.retention`. */
-  @PrimaryColumn({ type: 'varchar', length: 64 })
-  name!: string;
-
+export class ScheduledJob extends LeasedRow {
   /** The time of the last tick that ran to its end; null before the first. */
   @Column({ name: 'done_tick', type: Date, nullable: true })
   doneTick!: Date | null;
-
-  /** The instance running a tick now (see `leasedUntil`). */
-  @Column({ name: 'leased_by', type: 'varchar', length: 80, nullable: true })
-  leasedBy!: string | null;
-
-  /** Until when `leasedBy` holds the job; past it another instance may take the tick over. */
-  @Column({ name: 'leased_until', type: Date, nullable: true })
-  leasedUntil!: Date | null;
 
   /** When the last run ended, and how (`done`, `backlog`, `failed`). */
   @Column({ name: 'last_ended_at', type: Date, nullable: true })
