@@ -27,8 +27,6 @@ export interface LoopOptions {
  */
 export class DispatchLoop {
   private readonly loop: PollingLoop;
-  /** A slot freed while a poll ran: poll again as soon as it ends. */
-  private pollAgain = false;
   /** Attempts that ended since the last poll began and were replaced by one claimed ahead. */
   private replaced = 0;
   private backlog = false;
@@ -70,20 +68,18 @@ export class DispatchLoop {
 
   /** A poll now, or as soon as the one running ends. */
   private wake(): void {
-    if (this.fenced()) return;
-    if (!this.loop.wake()) this.pollAgain = true;
+    if (!this.fenced()) this.loop.wake();
   }
 
-  /** One poll; says how long to wait for the next. One that fails waits the interval. */
+  /** One poll; the next comes after the interval, unless an attempt's end wakes the loop. */
   private async pollOnce(): Promise<number> {
     if (this.fenced()) return this.options.intervalMs;
-    this.pollAgain = false;
     this.replaced = 0;
     ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
       this.attemptEnded(replaced),
     ));
     this.options.onPolled();
-    return this.pollAgain && this.backlog ? 0 : this.options.intervalMs;
+    return this.options.intervalMs;
   }
 
   /**

@@ -110,22 +110,56 @@ describe('PollingLoop', () => {
     expect(delays()).toEqual([10]);
   });
 
-  it('wakes to a turn at once in place of the timer, but not while a turn runs or once stopped', async () => {
+  it('wakes to a turn at once in place of the timer, and to the next as soon as a running one ends', async () => {
+    const { timers, delays, fire } = manualTimers();
+    const turns = manualTurns();
+    const loop = new PollingLoop({ turn: turns.turn, failed: () => 1, timers });
+    loop.start(1000);
+    loop.wake();
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+    expect(delays()).toEqual([]);
+    loop.wake();
+    expect(turns.turn).toHaveBeenCalledTimes(1);
+    turns.end(300);
+    await settled();
+    expect(delays()).toEqual([0]);
+
+    // a turn not woken waits what it says
+    fire();
+    turns.end(300);
+    await settled();
+    expect(delays()).toEqual([300]);
+  });
+
+  it('takes a wake that comes after a turn ended and before its wait is set', async () => {
+    const { timers, delays } = manualTimers();
+    let turned = 0;
+    const loop = new PollingLoop({
+      turn: () => {
+        turned += 1;
+        // as an attempt's end would, in a microtask after the turn's own
+        void Promise.resolve().then(() => loop.wake());
+        return Promise.resolve(300);
+      },
+      failed: () => 1,
+      timers,
+    });
+    loop.start(1000);
+    loop.wake();
+    await settled();
+    expect(turned).toBe(1);
+    expect(delays()).toEqual([0]);
+  });
+
+  it('takes no turn for a wake once stopped', async () => {
     const { timers, delays } = manualTimers();
     const turns = manualTurns();
     const loop = new PollingLoop({ turn: turns.turn, failed: () => 1, timers });
     loop.start(1000);
-    expect(loop.wake()).toBe(true);
-    expect(turns.turn).toHaveBeenCalledTimes(1);
-    expect(delays()).toEqual([]);
-    expect(loop.wake()).toBe(false);
-    expect(turns.turn).toHaveBeenCalledTimes(1);
-    turns.end(300);
-    await settled();
-    expect(delays()).toEqual([300]);
     await loop.stop();
-    expect(loop.wake()).toBe(false);
-    expect(turns.turn).toHaveBeenCalledTimes(1);
+    loop.wake();
+    expect(turns.turn).not.toHaveBeenCalled();
+    expect(delays()).toEqual([]);
   });
 
   it('stops once the turn it interrupts has ended, with its signal aborted, and takes none after', async () => {

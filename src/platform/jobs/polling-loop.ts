@@ -37,6 +37,8 @@ export class PollingLoop {
   private running?: Promise<void>;
   /** Whether a turn runs: a timer that fires meanwhile (one a clock could not clear) starts none. */
   private isTurning = false;
+  /** Woken while a turn ran, up to the moment the loop takes up the wait it said. */
+  private wokenDuringTurn = false;
 
   constructor(private readonly options: PollingLoopOptions) {
     this.timers = options.timers ?? PROCESS_TIMERS;
@@ -52,14 +54,17 @@ export class PollingLoop {
   }
 
   /**
-   * A turn now, in place of the one the timer waits for; says whether it started one. None
-   * starts while a turn runs, or once stopped: the owner decides what a wake then means.
+   * A turn now, in place of the one the timer waits for; while a turn runs, the next as soon
+   * as it ends, whatever wait it says. None once stopped.
    */
-  wake(): boolean {
-    if (this.signal.aborted || this.isTurning) return false;
+  wake(): void {
+    if (this.signal.aborted) return;
+    if (this.isTurning) {
+      this.wokenDuringTurn = true;
+      return;
+    }
     this.timers.clear(this.timer);
     this.turn();
-    return true;
   }
 
   /** No turn starts after this, and the one running has ended when it resolves. */
@@ -79,12 +84,13 @@ export class PollingLoop {
     // one turn at a time: a timer its clock could not clear waits for the turn's own next
     if (this.signal.aborted || this.isTurning) return;
     this.isTurning = true;
+    this.wokenDuringTurn = false;
     this.running = this.options
       .turn(this.signal)
       .catch((error: unknown) => this.options.failed(error))
       .then((next) => {
         this.isTurning = false;
-        this.schedule(next);
+        this.schedule(this.wokenDuringTurn ? 0 : next);
       });
   }
 }
