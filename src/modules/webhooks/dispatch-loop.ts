@@ -60,7 +60,8 @@ export class DispatchLoop {
     return Math.max(1, Math.floor(this.config.maxInFlight / 8));
   }
 
-  private fenced(): boolean {
+  /** While the store is fenced: gives back what was claimed ahead, and says so. */
+  private yieldsToFence(): boolean {
     if (!this.options.fenced?.()) return false;
     void this.engine.giveBackClaimedAhead();
     return true;
@@ -68,12 +69,12 @@ export class DispatchLoop {
 
   /** A poll now, or as soon as the one running ends. */
   private wake(): void {
-    if (!this.fenced()) this.loop.wake();
+    if (!this.yieldsToFence()) this.loop.wake();
   }
 
   /** One poll; the next comes after the interval, unless an attempt's end wakes the loop. */
   private async pollOnce(): Promise<number> {
-    if (this.fenced()) return this.options.intervalMs;
+    if (this.yieldsToFence()) return this.options.intervalMs;
     this.replaced = 0;
     ({ backlog: this.backlog } = await this.engine.poll((replaced) =>
       this.attemptEnded(replaced),
