@@ -10,7 +10,12 @@ import { startTestApp, type TestApp } from './helpers/test-app';
 import {
   IN_FLIGHT_MESSAGE,
   KEY_REUSED_MESSAGE,
+  TAKEN_OVER_MESSAGE,
 } from '../src/platform/idempotency/idempotency.runner';
+import {
+  IdempotencyStore,
+  type Claim,
+} from '../src/platform/idempotency/idempotency.store';
 
 /** A receiver nobody listens on: subscriptions to it make the service write its events. */
 const NOWHERE = 'http://127.0.0.1:9/hooks';
@@ -435,6 +440,34 @@ describe('Idempotency-Key on creates', () => {
       const replay = await post(body, 'crashed-1', { bearer: crashedToken });
       expect(replay.text).toBe(taken.text);
       expect(replay.headers['idempotent-replayed']).toBe('true');
+    });
+
+    it('commits nothing once a repeat took its key over, and says so (409)', async () => {
+      const plant = newPlant();
+      const body = JSON.stringify(plant);
+      const store = testApp.app.get(IdempotencyStore);
+      const claim = store.claim.bind(store);
+      let repeat: Claim | undefined;
+      // between the first attempt's claim and its transaction, its lease runs out and a
+      // repeat takes the key over (the repeat's claim, as IdempotencyStore makes it), and is
+      // still running when the first attempt comes to store its answer
+      jest.spyOn(store, 'claim').mockImplementationOnce(async (request) => {
+        const first = await claim(request);
+        const ranOut = new Date(Date.now() + 11_000);
+        repeat = await claim(request, ranOut);
+        return first;
+      });
+      try {
+        const answer = await post(body, 'taken-over-1');
+        expect(repeat?.outcome).toBe('run');
+        expect(answer.status).toBe(409);
+        expect(answer.body.message).toBe(TAKEN_OVER_MESSAGE);
+        expect(await plantsWithId(plant.id)).toBe(0);
+        expect(await addedEventsFor(plant.id)).toBe(0);
+        expect(await storedKeys('taken-over-1')).toEqual([{ status: null }]);
+      } finally {
+        jest.restoreAllMocks();
+      }
     });
 
     it('is not taken over by another request with its key, even once its lease ran out', async () => {

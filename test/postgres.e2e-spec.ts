@@ -6,6 +6,8 @@ import {
   BUSY_RETRY_AFTER_SECONDS,
 } from '../src/platform/common/errors/error-answers';
 import type { CallbackPool } from '../src/platform/database/callback-pool';
+import { EntitySql } from '../src/platform/database/entity-sql';
+import { Plant } from '../src/modules/plants/plant.entity';
 import { DatabaseAvailabilityService } from '../src/platform/database/database-availability.service';
 import { SqlDeliveryStore } from '../src/modules/webhooks/sql-delivery-store';
 import { WebhookSubscriptionsService } from '../src/modules/webhooks/webhook-subscriptions.service';
@@ -399,69 +401,118 @@ describeWithPostgres('statements with parameters', () => {
   });
 });
 
-describeWithPostgres("a transaction's BEGIN", () => {
-  it('goes out with the first statement: both are written before the server answers', async () => {
-    const database = await createTestDatabase();
-    const testApp = await startTestApp({ env: { DATABASE_URL: database.url } });
+describeWithPostgres("a transaction's round trips", () => {
+  /**
+   * What the connections of `dataSource`'s pool write and read while `work` runs, in order: a
+   * statement's verb as its message goes out (one not yet prepared on the connection carries
+   * its text), and each answer as it arrives, before the client reads it and sends what waited
+   * on it.
+   */
+  async function wireOf(
+    dataSource: DataSource,
+    work: () => Promise<unknown>,
+  ): Promise<string[]> {
+    const seen: string[] = [];
+    const ours = new AsyncLocalStorage<true>();
+    let recording = true;
+    const record = (event: string) => {
+      if (recording && seen.at(-1) !== event) seen.push(event);
+    };
+    // no word boundary before: a message's length bytes precede its text
+    const verbsOf = (text: string) =>
+      [...text.matchAll(/(START|WITH|SELECT|COMMIT)/g)].map(([verb]) => verb);
+    const tapped = new WeakSet<object>();
+    const pool = (dataSource.driver as unknown as { master: CallbackPool })
+      .master;
+    const connect = pool.connect.bind(pool);
+    pool.connect = (callback) =>
+      connect((error, client, release) => {
+        const connection = client as PgConnection;
+        if (!error && !tapped.has(connection)) {
+          tapped.add(connection);
+          const query = connection.query.bind(connection);
+          connection.query = (...args) => {
+            const socket = connection.connection.stream;
+            if (ours.getStore() && !tapped.has(socket)) {
+              tapped.add(socket);
+              const write = socket.write.bind(socket);
+              socket.write = (chunk: Buffer, ...rest: unknown[]) => {
+                // the first verb of a message: a closing UPDATE's text has a SELECT after WITH
+                const [verb] = verbsOf(chunk.toString('latin1'));
+                if (verb) record(`wrote ${verb}`);
+                return write(chunk, ...rest);
+              };
+              socket.prependListener('data', () => record('received'));
+            }
+            return query(...args);
+          };
+        }
+        callback(error, client, release);
+      });
     try {
-      const dataSource = testApp.app.get(DataSource);
-      // what the transaction's connection writes and reads, in order: a statement's text goes
-      // out in its message (one not yet prepared on the connection); the server's answers are
-      // seen as they arrive, before the client reads them and sends what waited on them
-      const seen: string[] = [];
-      const ours = new AsyncLocalStorage<true>();
-      let recording = true;
-      const record = (event: string) => {
-        if (recording && seen.at(-1) !== event) seen.push(event);
-      };
-      // no word boundary before: a message's length bytes precede its text
-      const verbOf = (text: string) => /(START|SELECT|COMMIT)/.exec(text)?.[1];
-      const tapped = new WeakSet<object>();
-      const pool = (dataSource.driver as unknown as { master: CallbackPool })
-        .master;
-      const connect = pool.connect.bind(pool);
-      pool.connect = (callback) =>
-        connect((error, client, release) => {
-          const connection = client as PgConnection;
-          if (!error && !tapped.has(connection)) {
-            tapped.add(connection);
-            const query = connection.query.bind(connection);
-            connection.query = (...args) => {
-              const socket = connection.connection.stream;
-              if (ours.getStore() && !tapped.has(socket)) {
-                tapped.add(socket);
-                const write = socket.write.bind(socket);
-                socket.write = (chunk: Buffer, ...rest: unknown[]) => {
-                  const verb = verbOf(chunk.toString('latin1'));
-                  if (verb) record(`wrote ${verb}`);
-                  return write(chunk, ...rest);
-                };
-                socket.prependListener('data', () => record('received'));
-              }
-              return query(...args);
-            };
-          }
-          callback(error, client, release);
-        });
-
-      await ours.run(true, () =>
-        dataSource.transaction('SERIALIZABLE', (manager) =>
-          manager.query('SELECT $1::int AS "pipelined"', [1]),
-        ),
-      );
-      recording = false;
-
-      expect(seen).toEqual([
-        'wrote START',
-        'wrote SELECT',
-        'received',
-        'wrote COMMIT',
-        'received',
-      ]);
+      await ours.run(true, work);
     } finally {
-      await testApp.close();
-      await database.drop();
+      recording = false;
+      pool.connect = connect;
     }
+    return seen;
+  }
+
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  let testApp: TestApp;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    testApp = await startTestApp({ env: { DATABASE_URL: database.url } });
+    dataSource = testApp.app.get(DataSource);
+  });
+
+  afterAll(async () => {
+    await testApp.close();
+    await database.drop();
+  });
+
+  it('BEGIN goes out with the first statement: both are written before the server answers', async () => {
+    const seen = await wireOf(dataSource, () =>
+      dataSource.transaction('SERIALIZABLE', (manager) =>
+        manager.query('SELECT $1::int AS "pipelined"', [1]),
+      ),
+    );
+    expect(seen).toEqual([
+      'wrote START',
+      'wrote SELECT',
+      'received',
+      'wrote COMMIT',
+      'received',
+    ]);
+  });
+
+  it('a closing UPDATE goes out with COMMIT, written first, both before the server answers', async () => {
+    await dataSource.query(
+      "INSERT INTO plants (id, name, version) VALUES (1, 'Fern', 1)",
+    );
+    const plants = new EntitySql(dataSource, Plant);
+    const seen = await wireOf(dataSource, () =>
+      dataSource.transaction('SERIALIZABLE', async (manager) => {
+        await manager.query('SELECT $1::int AS "first"', [1]);
+        plants.closeTransactionWith(
+          'UPDATE plants SET version = version + 1 WHERE id = $1',
+          [1],
+        );
+      }),
+    );
+    expect(seen).toEqual([
+      'wrote START',
+      'wrote SELECT',
+      'received',
+      'wrote WITH',
+      'wrote COMMIT',
+      'received',
+    ]);
+    expect(await dataSource.query('SELECT version FROM plants')).toEqual([
+      { version: 2 },
+    ]);
   });
 });
 

@@ -5,6 +5,7 @@ import { ServiceDeclarations } from '../src/cli/service-declarations';
 import { DataSource, type EntityManager, QueryFailedError } from 'typeorm';
 import { EntitySql } from '../src/platform/database/entity-sql';
 import { findForUpdate } from '../src/platform/database/row-locks';
+import { ClosingUpdateChangedNothing } from '../src/platform/database/transaction-context';
 import { PortableDataSource } from '../src/platform/database/portable-data-source';
 import { SERIALIZABLE_LOCK_WAIT_MS } from '../src/platform/database/transaction-runner';
 import { describeRequestProblem } from '../src/platform/database/database-errors';
@@ -478,6 +479,36 @@ describe(`transactions (${process.env.TEST_ENGINE ?? 'sqlite'})`, () => {
         [6n, 7],
       ),
     ).toEqual([Object.assign(new StockItem(), { plantId: 6n, quantity: 7 })]);
+  });
+
+  it('commits a transaction closed with an UPDATE only if the UPDATE changes a row, and rolls back all of it otherwise', async () => {
+    await stock(9101n, 1);
+    const sql = new EntitySql(dataSource, StockItem);
+    const $ = sql.parameter;
+    const restock = `UPDATE fixture_stock SET quantity = quantity + ${$(2)} WHERE plant_id = ${$(1)}`;
+    const closedWith = (plantId: bigint) =>
+      dataSource.transaction(async () => {
+        await sql.execute(
+          `INSERT INTO fixture_stock (plant_id, quantity) VALUES (${$(1)}, 5)`,
+          [plantId + 100n],
+        );
+        sql.closeTransactionWith(restock, [plantId, 10]);
+        return 'done';
+      });
+
+    await expect(closedWith(9101n)).resolves.toBe('done');
+    expect(await orders.inStock(9101n)).toBe(11);
+    expect(await orders.inStock(9201n)).toBe(5);
+
+    await expect(closedWith(9102n)).rejects.toBeInstanceOf(
+      ClosingUpdateChangedNothing,
+    );
+    expect(await orders.inStock(9202n)).toBe(0);
+
+    expect(() => sql.closeTransactionWith(restock, [9101n, 1])).toThrow(
+      'closeWith is for the statements of a transaction, and none runs here',
+    );
+    expect(await orders.inStock(9101n)).toBe(11);
   });
 
   it("runs a statement outside a transaction as TypeORM's runner does: rows, changed rows, booleans as numbers, failures as QueryFailedError", async () => {

@@ -140,7 +140,8 @@ export class PlantsController {
   @Post()
   @HttpCode(HttpStatus.OK)
   @RequireScopes('plants:write')
-  @Idempotent()
+  // one statement and the key's answer: READ COMMITTED is enough, the primary key decides
+  @Idempotent({ isolation: 'READ COMMITTED' })
   @ApiOperation({
     operationId: 'addPlant',
     summary: 'Creates a new plant in the store',

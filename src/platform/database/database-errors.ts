@@ -42,6 +42,14 @@ export function isTransactionConflict(error: unknown): boolean {
   );
 }
 
+/**
+ * PostgreSQL's division_by_zero (22012): how a transaction's closing UPDATE says it changed no
+ * row, by dividing by its count of changed rows (TransactionRunner's commit).
+ */
+export function isDivisionByZero(error: unknown): boolean {
+  return driverCodeOf(error) === '22012';
+}
+
 /** A statement that waited for a lock longer than lock_timeout (55P03): nothing of it was applied. */
 export function isLockNotGranted(error: unknown): boolean {
   return driverCodeOf(error) === '55P03';

@@ -26,6 +26,28 @@ export interface ActiveTransaction {
     statementRan: boolean;
     setLevel: (level: IsolationLevel) => Promise<void>;
   };
+  /** The UPDATE it ends with, if it was given one (`closeWith`). */
+  closing?: ClosingUpdate;
+}
+
+/** An UPDATE that a transaction commits only if it changes a row. */
+export interface ClosingUpdate {
+  sql: string;
+  parameters: unknown[];
+}
+
+/**
+ * A transaction's closing UPDATE (`closeWith`) changed no row: the transaction was rolled back,
+ * nothing of it applied.
+ */
+export class ClosingUpdateChangedNothing extends Error {
+  override readonly name = 'ClosingUpdateChangedNothing';
+
+  constructor() {
+    super(
+      "the transaction's closing UPDATE changed no row, so the transaction was rolled back",
+    );
+  }
 }
 
 export const activeTransaction = new AsyncLocalStorage<ActiveTransaction>();
@@ -42,6 +64,28 @@ export function transactionRunnerOf(
   if (active === undefined) return undefined;
   if (active.dataSource !== dataSource) throw new TransactionOfAnotherApp();
   return active.joined;
+}
+
+/**
+ * Ends the transaction the caller runs in on `dataSource` with `update`, once its work is done:
+ * it commits only if the UPDATE changes a row, and otherwise rolls back and fails with
+ * ClosingUpdateChangedNothing. For a write that decides whether everything before it counts,
+ * such as an answer stored under a lease that may have been taken over. On PostgreSQL the
+ * UPDATE goes out with COMMIT, the two in one round trip (TransactionRunner).
+ */
+export function closeWith(dataSource: DataSource, update: ClosingUpdate): void {
+  const active = activeTransaction.getStore();
+  if (active === undefined || active.dataSource !== dataSource) {
+    throw new Error(
+      'closeWith is for the statements of a transaction, and none runs here',
+    );
+  }
+  if (active.closing !== undefined) {
+    throw new Error(
+      'a transaction closes with one UPDATE, and this one has one already',
+    );
+  }
+  active.closing = update;
 }
 
 /**

@@ -4,7 +4,11 @@ import {
   TransactionRunner,
   type TransactionSource,
 } from './transaction-runner';
-import { activeTransaction } from './transaction-context';
+import {
+  activeTransaction,
+  closeWith,
+  ClosingUpdateChangedNothing,
+} from './transaction-context';
 
 /**
  * A PostgreSQL query runner as TypeORM's behaves where the runner relies on it: startTransaction
@@ -20,11 +24,17 @@ function postgresRunner() {
     isTransactionActive: false,
     connect: jest.fn(() => Promise.resolve({})),
     release: jest.fn(() => Promise.resolve()),
+    /** How the next statement of each verb is answered, when not at once. */
+    answers: new Map<string, Promise<unknown>>(),
     query(sql: string): Promise<unknown> {
       sent.push(sql);
-      return sql.startsWith('START TRANSACTION ISOLATION LEVEL')
-        ? begin.promise
-        : Promise.resolve([]);
+      if (sql.startsWith('START TRANSACTION ISOLATION LEVEL')) {
+        return begin.promise;
+      }
+      const verb = sql.split(' ')[0];
+      const answer = this.answers.get(verb) ?? Promise.resolve([]);
+      this.answers.delete(verb);
+      return answer;
     },
     async startTransaction(level?: string) {
       this.isTransactionActive = true;
@@ -163,5 +173,161 @@ describe('TransactionRunner on PostgreSQL', () => {
     await expect(late).rejects.toThrow(
       'a READ COMMITTED transaction joined a transaction opened at SERIALIZABLE after statements ran in it, too late to change its level',
     );
+  });
+
+  describe('a transaction closed with an UPDATE (closeWith)', () => {
+    /** A failed answer; one that nothing reads (as under a mutant) fails its test, not the process. */
+    const failed = (error: Error) => {
+      const answer = Promise.reject(error);
+      answer.catch(() => undefined);
+      return answer;
+    };
+    const update = {
+      sql: 'UPDATE keys SET answer = $2 WHERE key = $1',
+      parameters: ['k', 'a'],
+    };
+    const closedWith = (transactions: TransactionRunner) =>
+      transactions.run(
+        'SERIALIZABLE',
+        async (manager) => {
+          await manager.query('INSERT INTO plants VALUES (1)');
+          closeWith(activeTransaction.getStore()!.dataSource, update);
+          return 'done';
+        },
+        false,
+      );
+
+    it('sends the UPDATE, made to fail when it changes no row, and COMMIT behind it before either is answered', async () => {
+      const { sent, begin, runner, source, transactions } = postgresRunner();
+      begin.resolve([]);
+      const closed = Promise.withResolvers<unknown>();
+      runner.answers.set('WITH', closed.promise);
+      const done = closedWith(transactions);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(sent.slice(1)).toEqual([
+        'INSERT INTO plants VALUES (1)',
+        'WITH "closing" AS (UPDATE keys SET answer = $2 WHERE key = $1 RETURNING 1) SELECT 1 / count(*)::int AS "closed" FROM "closing"',
+        'COMMIT',
+      ]);
+      expect(source.writeCommitted).not.toHaveBeenCalled();
+
+      closed.resolve([{ closed: 1 }]);
+      await expect(done).resolves.toBe('done');
+      expect(source.writeCommitted).toHaveBeenCalledTimes(1);
+    });
+
+    it('fails with ClosingUpdateChangedNothing when the UPDATE changed no row: the COMMIT behind it rolled back', async () => {
+      const { sent, begin, runner, source, transactions } = postgresRunner();
+      begin.resolve([]);
+      runner.answers.set(
+        'WITH',
+        failed(Object.assign(new Error('division by zero'), { code: '22012' })),
+      );
+      await expect(closedWith(transactions)).rejects.toBeInstanceOf(
+        ClosingUpdateChangedNothing,
+      );
+      // the server ended the transaction at COMMIT: nothing more is sent
+      expect(sent.at(-1)).toBe('COMMIT');
+      expect(source.writeCommitted).not.toHaveBeenCalled();
+    });
+
+    it("fails with the UPDATE's own failure, or COMMIT's", async () => {
+      const lost = new Error('the connection was lost');
+      const first = postgresRunner();
+      first.begin.resolve([]);
+      first.runner.answers.set('WITH', failed(lost));
+      await expect(closedWith(first.transactions)).rejects.toBe(lost);
+
+      const second = postgresRunner();
+      second.begin.resolve([]);
+      second.runner.answers.set('COMMIT', failed(lost));
+      await expect(closedWith(second.transactions)).rejects.toBe(lost);
+      expect(second.source.writeCommitted).not.toHaveBeenCalled();
+    });
+
+    it('refuses a second closing UPDATE, and one outside a transaction', async () => {
+      const { begin, transactions, source } = postgresRunner();
+      begin.resolve([]);
+      await expect(
+        transactions.run(
+          'SERIALIZABLE',
+          () => {
+            closeWith(source, update);
+            closeWith(source, update);
+            return Promise.resolve();
+          },
+          false,
+        ),
+      ).rejects.toThrow(
+        'a transaction closes with one UPDATE, and this one has one already',
+      );
+      expect(() => closeWith(source, update)).toThrow(
+        'closeWith is for the statements of a transaction, and none runs here',
+      );
+    });
+  });
+});
+
+describe('TransactionRunner on SQLite, closed with an UPDATE (closeWith)', () => {
+  function sqliteRunner(affected: number) {
+    const sent: string[] = [];
+    const runner = {
+      isTransactionActive: false,
+      release: jest.fn(() => Promise.resolve()),
+      query(sql: string) {
+        sent.push(sql);
+        return Promise.resolve(sql.startsWith('UPDATE') ? { affected } : {});
+      },
+      startTransaction() {
+        this.isTransactionActive = true;
+        sent.push('BEGIN');
+        return Promise.resolve();
+      },
+      commitTransaction() {
+        this.isTransactionActive = false;
+        sent.push('COMMIT');
+        return Promise.resolve();
+      },
+      rollbackTransaction() {
+        this.isTransactionActive = false;
+        sent.push('ROLLBACK');
+        return Promise.resolve();
+      },
+      manager: {},
+    };
+    const source = {
+      options: { type: 'better-sqlite3' },
+      createQueryRunner: () => runner as unknown as QueryRunner,
+      writeCommitted: jest.fn(),
+    } as unknown as TransactionSource;
+    const transactions = new TransactionRunner(source, {
+      limit: 10,
+      timeoutMs: 1000,
+    });
+    const run = () =>
+      transactions.run(
+        'SERIALIZABLE',
+        () => {
+          closeWith(source, {
+            sql: 'UPDATE keys SET answer = ?',
+            parameters: ['a'],
+          });
+          return Promise.resolve('done');
+        },
+        false,
+      );
+    return { sent, run };
+  }
+
+  it('runs the UPDATE, then commits when it changed a row', async () => {
+    const { sent, run } = sqliteRunner(1);
+    await expect(run()).resolves.toBe('done');
+    expect(sent).toEqual(['BEGIN', 'UPDATE keys SET answer = ?', 'COMMIT']);
+  });
+
+  it('rolls back and fails with ClosingUpdateChangedNothing when it changed none', async () => {
+    const { sent, run } = sqliteRunner(0);
+    await expect(run()).rejects.toBeInstanceOf(ClosingUpdateChangedNothing);
+    expect(sent).toEqual(['BEGIN', 'UPDATE keys SET answer = ?', 'ROLLBACK']);
   });
 });

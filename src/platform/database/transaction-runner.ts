@@ -1,9 +1,15 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ConnectionQueue, type QueueBounds } from './connection-queue';
-import { isLockNotGranted, isTransactionConflict } from './database-errors';
+import {
+  isDivisionByZero,
+  isLockNotGranted,
+  isTransactionConflict,
+} from './database-errors';
 import {
   activeTransaction,
+  ClosingUpdateChangedNothing,
   type ActiveTransaction,
+  type ClosingUpdate,
   type IsolationLevel,
   type Work,
 } from './transaction-context';
@@ -144,7 +150,7 @@ export class TransactionRunner {
         try {
           const result = await work(owner.manager);
           await begun;
-          await owner.commitTransaction();
+          await this.commit(owner, active.closing);
           this.dataSource.writeCommitted();
           return result;
         } catch (error) {
@@ -199,6 +205,43 @@ export class TransactionRunner {
       owner.query = query;
     }
     return { begun };
+  }
+
+  /**
+   * Commits `owner`'s transaction, if its `closing` UPDATE (closeWith) changes a row. On
+   * PostgreSQL the UPDATE becomes a statement that fails when it changed none, and COMMIT is
+   * written behind it without waiting, so the two take one round trip: a failed statement
+   * aborts the transaction, and the server answers the COMMIT after it by rolling back. The
+   * UPDATE reaches the client first: both go through `owner.query`, and COMMIT starts later,
+   * behind one more await (TypeORM's commit event).
+   */
+  private async commit(
+    owner: QueryRunner,
+    closing: ClosingUpdate | undefined,
+  ): Promise<void> {
+    if (closing === undefined) return owner.commitTransaction();
+    if (!this.postgres) {
+      const { affected } = await owner.query(
+        closing.sql,
+        closing.parameters,
+        true,
+      );
+      if (!affected) throw new ClosingUpdateChangedNothing();
+      return owner.commitTransaction();
+    }
+    const closed = owner.query(
+      `WITH "closing" AS (${closing.sql} RETURNING 1) SELECT 1 / count(*)::int AS "closed" FROM "closing"`,
+      closing.parameters,
+      true,
+    );
+    const committed = owner.commitTransaction();
+    const [update, commit] = await Promise.allSettled([closed, committed]);
+    if (update.status === 'rejected') {
+      throw isDivisionByZero(update.reason)
+        ? new ClosingUpdateChangedNothing()
+        : update.reason;
+    }
+    if (commit.status === 'rejected') throw commit.reason;
   }
 
   /**

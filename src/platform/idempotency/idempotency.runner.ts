@@ -17,7 +17,10 @@ import {
 } from '../common/errors/error-answers';
 import { JsonText, stringifyLosslessJson } from '../common/json/lossless-json';
 import type { PortableDataSource } from '../database/portable-data-source';
-import type { IsolationLevel } from '../database/transaction-context';
+import {
+  ClosingUpdateChangedNothing,
+  type IsolationLevel,
+} from '../database/transaction-context';
 import {
   fingerprintOf,
   IDEMPOTENCY_KEY_HEADER,
@@ -53,9 +56,6 @@ export const TAKEN_OVER_MESSAGE = `a repeat of this request took its ${IDEMPOTEN
 
 /** A repeat's hint: the first request is likely done by then (IDEMPOTENCY_LEASE bounds a dead one). */
 export const IN_FLIGHT_RETRY_AFTER_SECONDS = 1;
-
-/** An attempt whose lease a repeat took over: its answer is not the key's. */
-class TakenOver extends ConflictException {}
 
 /** A request an `@Idempotent()` handler is called for: admitted, its body kept as sent; it may carry a key. */
 export type KeyableRequest = RawBodyRequest<AdmittedRequest>;
@@ -130,19 +130,19 @@ export class IdempotencyRunner {
           },
           stringifyLosslessJson(result),
         );
-        if (!(await this.store.record(keyed, leaseId, answer))) {
-          throw new TakenOver(TAKEN_OVER_MESSAGE);
-        }
+        this.store.recordAtCommit(keyed, leaseId, answer);
         return answer;
       });
     } catch (error) {
-      if (!(error instanceof TakenOver)) {
-        await this.keepOrFree(
-          keyed,
-          leaseId,
-          toErrorAnswer(error, request.method),
-        );
+      if (error instanceof ClosingUpdateChangedNothing) {
+        // a repeat took the key over after this attempt's lease ran out: its answer is the key's
+        throw new ConflictException(TAKEN_OVER_MESSAGE);
       }
+      await this.keepOrFree(
+        keyed,
+        leaseId,
+        toErrorAnswer(error, request.method),
+      );
       throw error;
     }
   }

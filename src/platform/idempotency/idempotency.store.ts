@@ -143,24 +143,51 @@ export class IdempotencyStore {
   }
 
   /**
-   * Stores the answer under the attempt's lease: in the transaction the request ran in, when
-   * it succeeded, so that its change and its answer are committed together. False when the
-   * lease is no longer this attempt's (a repeat took the key over after it ran out).
+   * Stores the answer of a request that succeeded as the last statement of the transaction it
+   * ran in, so that its change and its answer are committed together, and only while the
+   * attempt holds the key's lease: once a repeat took the key over (after the lease ran out),
+   * the transaction rolls back and fails with ClosingUpdateChangedNothing. On PostgreSQL the
+   * answer goes out with COMMIT, in one round trip (EntitySql.closeTransactionWith).
+   */
+  recordAtCommit(
+    request: KeyedRequest,
+    leaseId: string,
+    answer: RecordedAnswer,
+  ): void {
+    this.keys.closeTransactionWith(
+      this.recordStatement,
+      this.recordParameters(request, leaseId, answer),
+    );
+  }
+
+  /**
+   * Stores the answer under the attempt's lease, on its own: a refusal's, whose request changed
+   * nothing. Nothing is stored once the lease is no longer this attempt's.
    */
   async record(
     request: KeyedRequest,
     leaseId: string,
     answer: RecordedAnswer,
-  ): Promise<boolean> {
-    const changed = await this.keys.execute(this.recordStatement, [
+  ): Promise<void> {
+    await this.keys.execute(
+      this.recordStatement,
+      this.recordParameters(request, leaseId, answer),
+    );
+  }
+
+  private recordParameters(
+    request: KeyedRequest,
+    leaseId: string,
+    answer: RecordedAnswer,
+  ): unknown[] {
+    return [
       request.caller,
       request.key,
       leaseId,
       answer.status,
       JSON.stringify(answer.headers),
       answer.text,
-    ]);
-    return changed === 1;
+    ];
   }
 
   /**
