@@ -1,24 +1,40 @@
 // @ts-check
-// node bench/keyed-create-floor.js [--duration 5] [--rounds 3] [--postgres-url postgres://...]
+// node bench/keyed-create-floor.js [--duration 5] [--rounds 3] [--relay-rtt 1]
+//                                  [--postgres-url postgres://...]
 // What a create with an Idempotency-Key can cost at best on PostgreSQL through node-postgres,
 // the driver TypeORM uses, without the service: the statements of each way to store a plant
 // and its key, sent as the service sends them (one statement per round trip), by 32 clients
 // over a pool of 10 (DB_POOL_SIZE), in a database of its own. Shapes alternate within each
 // round; the table gives each one's throughput as a ratio to the plain insert's (issue 50,
 // item 3). A serialization failure rolls back and runs the shape again, as the service does.
+// The pool is pipelined (pg's `pipeline: true`, as the service's is): a statement sent without
+// awaiting the one before goes out behind it. `--relay-rtt N` puts bench/delay-relay.js in
+// front of PostgreSQL. Statements with parameters run as named ones, as the service's do.
 'use strict';
 const { Pool } = require('pg');
 const { option, postgresDatabase, textOption } = require('./built-service');
+const { relayedUrl } = require('./delay-relay');
 
 const ADMIN_URL = textOption('postgres-url') ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DURATION_MS = option('duration', 5) * 1000;
 const ROUNDS = option('rounds', 3);
 const CLIENTS = 32;
+const RELAY_RTT = option('relay-rtt', 0);
 
 const INSERT_PLANT = 'INSERT INTO plants (id, name) VALUES ($1, $2)';
 const CLAIM = 'INSERT INTO keys (key, lease) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING';
 const RECORD = 'UPDATE keys SET answer = $2, lease = NULL WHERE key = $1 AND lease = $3';
 const BEGIN_SERIALIZABLE = 'BEGIN ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = 10';
+const BEGIN_READ_COMMITTED = 'BEGIN ISOLATION LEVEL READ COMMITTED';
+// the service's closing UPDATE (transaction-runner.ts): fails when it changes no row
+const RECORD_OR_FAIL = `WITH closing AS (${RECORD} RETURNING 1) SELECT 1 / count(*)::int FROM closing`;
+
+/** Sent now, awaited later: pipelined behind whatever the client sends next. */
+function sent(/** @type {import('pg').PoolClient} */ client, /** @type {string} */ sql, /** @type {unknown[]} */ values = []) {
+  const answer = client.query(sql, values);
+  answer.catch(() => undefined);
+  return answer;
+}
 const ANSWER = '{"id":1,"name":"x"}';
 
 /** @type {Record<string, (client: import('pg').PoolClient, id: number) => Promise<unknown>>} */
@@ -39,6 +55,32 @@ const SHAPES = {
     await client.query(RECORD, [`k${id}`, ANSWER, 'lease']);
     await client.query('COMMIT');
   },
+  "the service's, pipelined: claim; BEGIN with INSERT; record; COMMIT (4 round trips, 2 commits)": async (client, id) => {
+    await client.query(CLAIM, [`k${id}`, 'lease']);
+    const begun = sent(client, BEGIN_SERIALIZABLE);
+    await client.query(INSERT_PLANT, [id, 'x']);
+    await begun;
+    await client.query(RECORD, [`k${id}`, ANSWER, 'lease']);
+    await client.query('COMMIT');
+  },
+  "this build's: claim; BEGIN with INSERT; record with COMMIT (3, 2 commits)": async (client, id) => {
+    await client.query(CLAIM, [`k${id}`, 'lease']);
+    const begun = sent(client, BEGIN_SERIALIZABLE);
+    await client.query(INSERT_PLANT, [id, 'x']);
+    await begun;
+    const recorded = sent(client, RECORD_OR_FAIL, [`k${id}`, ANSWER, 'lease']);
+    await client.query('COMMIT');
+    await recorded;
+  },
+  "this build's at READ COMMITTED (POST /plants) (3, 2 commits)": async (client, id) => {
+    await client.query(CLAIM, [`k${id}`, 'lease']);
+    const begun = sent(client, BEGIN_READ_COMMITTED);
+    await client.query(INSERT_PLANT, [id, 'x']);
+    await begun;
+    const recorded = sent(client, RECORD_OR_FAIL, [`k${id}`, ANSWER, 'lease']);
+    await client.query('COMMIT');
+    await recorded;
+  },
   'fewest generic: BEGIN; INSERT; key with answer; COMMIT (4, 1 commit)': async (client, id) => {
     await client.query('BEGIN');
     await client.query(INSERT_PLANT, [id, 'x']);
@@ -53,9 +95,31 @@ const SHAPES = {
     ),
 };
 
+/** Statement names by text: each runs prepared once per connection, as the service's do. */
+const names = new Map();
+
+/**
+ * `client`, its statements with parameters run as named ones, as the service runs them
+ * (src/platform/database/named-statements.ts).
+ * @param {import('pg').PoolClient} client
+ * @returns {import('pg').PoolClient}
+ */
+function named(client) {
+  return /** @type {import('pg').PoolClient} */ (
+    /** @type {unknown} */ ({
+      query: (/** @type {string} */ text, /** @type {unknown[] | undefined} */ values) => {
+        if (!values || values.length === 0) return client.query(text);
+        if (!names.has(text)) names.set(text, `floor_${names.size}`);
+        return client.query({ name: names.get(text), text, values });
+      },
+    })
+  );
+}
+
 async function main() {
   const database = postgresDatabase(ADMIN_URL, `plant_keyed_floor_${process.pid}`);
-  const pool = new Pool({ connectionString: database.url, max: 10 });
+  const relay = RELAY_RTT > 0 ? await relayedUrl(database.url, RELAY_RTT) : undefined;
+  const pool = new Pool({ connectionString: relay?.url ?? database.url, max: 10, pipeline: true });
   let nextId = 1;
   let retries = 0;
   /** @param {(client: import('pg').PoolClient, id: number) => Promise<unknown>} shape */
@@ -67,7 +131,7 @@ async function main() {
         while (Date.now() < end) {
           const client = await pool.connect();
           try {
-            await shape(client, nextId++);
+            await shape(named(client), nextId++);
             done += 1;
           } catch (error) {
             if (/** @type {{code?: string}} */ (error).code !== '40001') throw error;
@@ -93,7 +157,7 @@ async function main() {
     }
     const total = (/** @type {number[]} */ list) => list.reduce((a, b) => a + b, 0);
     const plain = total(Object.values(rates)[0]);
-    console.log(`keyed create floor on PostgreSQL: ${ROUNDS} rounds of ${DURATION_MS / 1000} s, ${CLIENTS} clients, pool of 10`);
+    console.log(`keyed create floor on PostgreSQL${RELAY_RTT > 0 ? ` through a relay adding ${RELAY_RTT} ms a round trip` : ''}: ${ROUNDS} rounds of ${DURATION_MS / 1000} s, ${CLIENTS} clients, a pipelined pool of 10`);
     for (const [name, list] of Object.entries(rates)) {
       const perSecond = list.map((rate) => rate.toFixed(0)).join(' / ');
       console.log(`${(total(list) / plain).toFixed(2)} of plain  ${perSecond.padEnd(22)} per s  ${name}`);
@@ -101,6 +165,7 @@ async function main() {
     console.log(`serialization failures, each run again: ${retries}`);
   } finally {
     await pool.end();
+    await relay?.close();
     database.drop();
   }
 }
