@@ -53,8 +53,13 @@ function postgresRunner() {
       return { query: (sql: string) => this.query(sql) };
     },
   };
+  return { sent, begin, runner, ...transactionsOn('postgres', runner) };
+}
+
+/** A TransactionRunner over a data source of `type` whose every query runner is `runner`. */
+function transactionsOn(type: string, runner: object) {
   const source = {
-    options: { type: 'postgres' },
+    options: { type },
     createQueryRunner: () => runner as unknown as QueryRunner,
     writeCommitted: jest.fn(),
   } as unknown as TransactionSource;
@@ -62,7 +67,7 @@ function postgresRunner() {
     limit: 10,
     timeoutMs: 1000,
   });
-  return { sent, begin, runner, source, transactions };
+  return { source, transactions };
 }
 
 describe('TransactionRunner on PostgreSQL', () => {
@@ -295,15 +300,7 @@ describe('TransactionRunner on SQLite, closed with an UPDATE (closeWith)', () =>
       },
       manager: {},
     };
-    const source = {
-      options: { type: 'better-sqlite3' },
-      createQueryRunner: () => runner as unknown as QueryRunner,
-      writeCommitted: jest.fn(),
-    } as unknown as TransactionSource;
-    const transactions = new TransactionRunner(source, {
-      limit: 10,
-      timeoutMs: 1000,
-    });
+    const { source, transactions } = transactionsOn('better-sqlite3', runner);
     const run = () =>
       transactions.run(
         'SERIALIZABLE',

@@ -135,7 +135,7 @@ export class IdempotencyRunner {
       });
     } catch (error) {
       if (error instanceof ClosingUpdateChangedNothing) {
-        // a repeat took the key over after this attempt's lease ran out: its answer is the key's
+        // a repeat took the key over after this attempt's lease ran out: the repeat's answer counts
         throw new ConflictException(TAKEN_OVER_MESSAGE);
       }
       await this.keepOrFree(
