@@ -37,6 +37,31 @@ function sent(/** @type {import('pg').PoolClient} */ client, /** @type {string} 
 }
 const ANSWER = '{"id":1,"name":"x"}';
 
+/**
+ * The claim; `begin` sent with the INSERT; then the answer, awaited before COMMIT or, with
+ * `answerWithCommit`, made to fail when it changes no row and sent with COMMIT.
+ * @param {string} begin
+ * @param {boolean} answerWithCommit
+ * @returns {(client: import('pg').PoolClient, id: number) => Promise<unknown>}
+ */
+function pipelinedKeyedCreate(begin, answerWithCommit) {
+  return async (client, id) => {
+    await client.query(CLAIM, [`k${id}`, 'lease']);
+    const begun = sent(client, begin);
+    await client.query(INSERT_PLANT, [id, 'x']);
+    await begun;
+    const answer = [`k${id}`, ANSWER, 'lease'];
+    if (!answerWithCommit) {
+      await client.query(RECORD, answer);
+      await client.query('COMMIT');
+      return;
+    }
+    const recorded = sent(client, RECORD_OR_FAIL, answer);
+    await client.query('COMMIT');
+    await recorded;
+  };
+}
+
 /** @type {Record<string, (client: import('pg').PoolClient, id: number) => Promise<unknown>>} */
 const SHAPES = {
   'plain create: INSERT (1 round trip, 1 commit)': (client, id) =>
@@ -55,32 +80,12 @@ const SHAPES = {
     await client.query(RECORD, [`k${id}`, ANSWER, 'lease']);
     await client.query('COMMIT');
   },
-  "the service's, pipelined: claim; BEGIN with INSERT; record; COMMIT (4 round trips, 2 commits)": async (client, id) => {
-    await client.query(CLAIM, [`k${id}`, 'lease']);
-    const begun = sent(client, BEGIN_SERIALIZABLE);
-    await client.query(INSERT_PLANT, [id, 'x']);
-    await begun;
-    await client.query(RECORD, [`k${id}`, ANSWER, 'lease']);
-    await client.query('COMMIT');
-  },
-  "this build's: claim; BEGIN with INSERT; record with COMMIT (3, 2 commits)": async (client, id) => {
-    await client.query(CLAIM, [`k${id}`, 'lease']);
-    const begun = sent(client, BEGIN_SERIALIZABLE);
-    await client.query(INSERT_PLANT, [id, 'x']);
-    await begun;
-    const recorded = sent(client, RECORD_OR_FAIL, [`k${id}`, ANSWER, 'lease']);
-    await client.query('COMMIT');
-    await recorded;
-  },
-  "this build's at READ COMMITTED (POST /plants) (3, 2 commits)": async (client, id) => {
-    await client.query(CLAIM, [`k${id}`, 'lease']);
-    const begun = sent(client, BEGIN_READ_COMMITTED);
-    await client.query(INSERT_PLANT, [id, 'x']);
-    await begun;
-    const recorded = sent(client, RECORD_OR_FAIL, [`k${id}`, ANSWER, 'lease']);
-    await client.query('COMMIT');
-    await recorded;
-  },
+  "the service's, pipelined: claim; BEGIN with INSERT; record; COMMIT (4 round trips, 2 commits)":
+    pipelinedKeyedCreate(BEGIN_SERIALIZABLE, false),
+  "this build's: claim; BEGIN with INSERT; record with COMMIT (3, 2 commits)":
+    pipelinedKeyedCreate(BEGIN_SERIALIZABLE, true),
+  "this build's at READ COMMITTED (POST /plants) (3, 2 commits)":
+    pipelinedKeyedCreate(BEGIN_READ_COMMITTED, true),
   'fewest generic: BEGIN; INSERT; key with answer; COMMIT (4, 1 commit)': async (client, id) => {
     await client.query('BEGIN');
     await client.query(INSERT_PLANT, [id, 'x']);

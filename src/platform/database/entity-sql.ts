@@ -173,11 +173,9 @@ export class EntitySql<Entity extends ObjectLiteral> {
    * ClosingUpdateChangedNothing (`closeWith`, transaction-context.ts). On PostgreSQL the two
    * take one round trip.
    */
-  closeTransactionWith(sql: string, parameters: unknown[]): void {
-    const [text, values] = this.numbered
-      ? this.numbered.bind(sql, parameters)
-      : [sql, parameters];
-    closeWith(this.dataSource, { sql: text, parameters: values });
+  closeTransactionWith(text: string, values: unknown[]): void {
+    const [sql, parameters] = this.bound(text, values);
+    closeWith(this.dataSource, { sql, parameters });
   }
 
   /** A write; outside a transaction it is committed once it has run. */
@@ -193,12 +191,15 @@ export class EntitySql<Entity extends ObjectLiteral> {
    * its runner; elsewhere the data source's `plainStatement`.
    */
   private run(text: string, values: unknown[]): Promise<QueryResult> {
-    const [sql, parameters] = this.numbered
-      ? this.numbered.bind(text, values)
-      : [text, values];
+    const [sql, parameters] = this.bound(text, values);
     const joined = transactionRunnerOf(this.dataSource);
     if (joined) return joined.query(sql, parameters, true);
     return this.dataSource.plainStatement(sql, parameters);
+  }
+
+  /** `text` and `values` as the engine's driver binds them (`?n` rewritten once per text on SQLite). */
+  private bound(text: string, values: unknown[]): [string, unknown[]] {
+    return this.numbered ? this.numbered.bind(text, values) : [text, values];
   }
 
   private hydrate(row: Record<string, unknown>): Entity {
