@@ -30,4 +30,4 @@ VOLUME ["/data"]
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:3000/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "dist/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--no-allocation-site-pretenuring", "dist/main.js"]

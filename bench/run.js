@@ -2,7 +2,7 @@
 // npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
 //                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]
 //                   --database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]
-//                   [--relay-rtt 1]]
+//                   [--relay-rtt 1] [--against-node-args --allocation-site-pretenuring]]
 // Starts the built service and four comparison servers (bench/floor-server.js,
 // bench/peer-server.js bare and hardened, bench/nest-server.js)
 // on SQLite files in a temporary folder, drives each with autocannon on loopback, alternating
@@ -55,6 +55,10 @@ function parseArguments(argv) {
     // the Node binary that runs the --against build (its CLI and its service): a runtime
     // change measured in one run, such as this build on Node 24 against main on Node 22
     'against-node': '',
+    // Node options for the --against build's service, after the production flags (the last of
+    // two contrary flags wins): `--against . --against-node-args --allocation-site-pretenuring`
+    // measures a production flag on against off, in one run
+    'against-node-args': '',
     // KEY=VALUE[,...] for `service-against` instead of --service-env: `--against . --service-env
     // METRICS_PORT=0 --against-env ''` measures a setting on against off, in one run
     'against-env': undefined,
@@ -109,8 +113,11 @@ function parseArguments(argv) {
         );
       return { name, dir };
     });
-  if (options['against-node'] && !options.against)
-    throw new Error('--against-node goes with --against');
+  if (
+    (options['against-node'] || options['against-node-args']) &&
+    !options.against
+  )
+    throw new Error('--against-node and --against-node-args go with --against');
   options.againstNode = options['against-node'] || process.execPath;
   if (options.database !== 'sqlite' && options.database !== 'postgres')
     throw new Error('--database is sqlite or postgres');
@@ -202,7 +209,7 @@ async function startServer(server, file, options, databaseUrl) {
   const port = await freePort();
   const child = spawn(
     server.node ?? process.execPath,
-    [...NODE_FLAGS, server.script],
+    [...NODE_FLAGS, ...(server.nodeArgs ?? []), server.script],
     {
       // the database's folder: never the developer's .env, which the service reads from its own
       cwd: dirname(file),
@@ -411,6 +418,7 @@ async function main() {
             script: join(options.against, 'dist', 'main.js'),
             root: options.against,
             node: options.againstNode,
+            nodeArgs: options['against-node-args'].split(' ').filter(Boolean),
           },
         ]
       : []),
@@ -541,17 +549,25 @@ async function main() {
     await stopServers(started.splice(0));
     const webhooks = [];
     const builds = [
-      ['service', ROOT, process.execPath],
+      ['service', ROOT, process.execPath, []],
       ...(options.against
-        ? [['service-against', options.against, options.againstNode]]
+        ? [
+            [
+              'service-against',
+              options.against,
+              options.againstNode,
+              options['against-node-args'].split(' ').filter(Boolean),
+            ],
+          ]
         : []),
     ];
-    for (const [name, root, node] of builds) {
+    for (const [name, root, node, nodeArgs] of builds) {
       webhooks.push(
         await measureWebhookThroughput({
           name,
           root,
           node,
+          nodeArgs,
           ...(options.smoke
             ? { plants: 200, seconds: 5 }
             : { plants: 5000, seconds: 10 }),
@@ -692,7 +708,12 @@ function printTable(report) {
   console.log(
     `plant store benchmark: ${report.options.rounds} rounds of ${report.options.duration} s at ${report.options.connections} connections, ` +
       `${report.seeded} plants stored, ${databaseLabel(report.options)}, ${report.node}` +
-      (report.againstNode ? ` (service-against on ${report.againstNode})` : ''),
+      (report.againstNode
+        ? ` (service-against on ${report.againstNode}` +
+          (report.options['against-node-args']
+            ? ` ${report.options['against-node-args']})`
+            : ')')
+        : ''),
   );
   for (const row of rows)
     console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));

@@ -51,7 +51,7 @@ function startReceiver(answer) {
  * between the service and its database (bench/delay-relay.js); the backlog is written directly.
  * @param {{ root?: string, node?: string, plants?: number, seconds?: number, name?: string, slowReceiver?: boolean, postgresUrl?: string, relayRtt?: number }} options
  */
-async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true, postgresUrl = '', relayRtt = 0 } = {}) {
+async function measureWebhookThroughput({ root = ROOT, node = process.execPath, plants = 5000, seconds = 10, name = 'service', slowReceiver = true, postgresUrl = '', relayRtt = 0, nodeArgs = [] } = {}) {
   const fast = await startReceiver((response) => response.writeHead(204).end());
   const slow = await startReceiver((response) => setTimeout(() => response.writeHead(204).end(), 1000));
   const env = { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', LOG_LEVEL: 'error' };
@@ -62,6 +62,7 @@ async function measureWebhookThroughput({ root = ROOT, node = process.execPath, 
   const service = await startBuiltService(`webhooks-${name}`, env, {
     root,
     node,
+    nodeArgs,
     prepare: (file, serviceEnv) => {
       for (const receiver of slowReceiver ? [fast, slow] : [fast]) {
         execFileSync(node, [join(root, 'dist', 'cli.js'), 'webhooks', 'add', '--url', receiver.url], {

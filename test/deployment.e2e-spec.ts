@@ -153,6 +153,15 @@ describe('Dockerfile', () => {
     ) as string[];
     expect(cmd).toEqual(startProd);
     expect(startProd).toContain('--max-semi-space-size=8');
+    // V8 otherwise tenures a page's rows for good after one unlucky scavenge at warm-up
+    // (bench/README.md, "Issue 62, item 3")
+    expect(startProd).toContain('--no-allocation-site-pretenuring');
+  });
+
+  it('starts `npm start` with the Node flags of npm run start:prod, after building', () => {
+    expect(packageJson.scripts.start).toBe(
+      `nest build && ${packageJson.scripts['start:prod']}`,
+    );
   });
 
   it('checks health on /health/ready', () => {
