@@ -13,6 +13,7 @@ import {
   databaseReader,
   ENGINE,
   startTestApp,
+  storedTime,
   type TestApp,
 } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
@@ -194,12 +195,6 @@ describe(`an event handler's times stored years ahead (${ENGINE})`, () => {
     expect(await store.claim(name, 'other', new Date(), 30_000)).toBe(false);
   });
 });
-
-/** A stored time as ms since the epoch: a Date (pg), or SQLite's UTC text. */
-function storedTime(value: unknown): number {
-  if (value instanceof Date) return value.getTime();
-  return Date.parse(`${String(value).replace(' ', 'T')}Z`);
-}
 
 /** FAR_AHEAD_MS from now, as each engine stores a time. */
 function farAhead(): string {

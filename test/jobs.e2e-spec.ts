@@ -7,6 +7,7 @@ import {
   databaseForProcesses,
   databaseReader,
   ENGINE,
+  storedTime,
 } from './helpers/test-app';
 import { eventually } from './helpers/webhook-receiver';
 
@@ -85,6 +86,14 @@ describe(`periodic jobs across three instances (${ENGINE})`, () => {
     const holder = instances.find(
       (instance) => instance.child.pid === first.instance,
     )!;
+    // the holder's lease, renewed every third of its 2 s: read before the kill, so that no
+    // takeover can have replaced it, and a renewal after the read only moves its end later
+    const [{ leased_until: leasedUntil }] = await database.query<{
+      leased_until: unknown;
+    }>('SELECT leased_until FROM scheduled_jobs WHERE name = ?', [
+      'fixture.holding',
+    ]);
+    const leaseEnd = storedTime(leasedUntil);
     holder.child.kill('SIGKILL');
     const killedAt = Date.now();
     await holder.exited;
@@ -97,8 +106,11 @@ describe(`periodic jobs across three instances (${ENGINE})`, () => {
     const [, again] = runs;
     expect(again.tick).toBe(first.tick);
     expect(again.instance).not.toBe(first.instance);
-    // not while the lease could still be good: 2 s, renewed every third of it
-    expect(again.startedAt - killedAt).toBeGreaterThanOrEqual(2000 - 2000 / 3);
+    // held at the kill, and taken over only once it ran out, both on the database's clock
+    // (started_at is too): a renewal that came late under load shortens the wait after the
+    // kill, never this order
+    expect(leaseEnd).toBeGreaterThan(killedAt);
+    expect(again.startedAt).toBeGreaterThan(leaseEnd);
     expect(again.startedAt - killedAt).toBeLessThanOrEqual(testLimit(4_000));
   });
 });

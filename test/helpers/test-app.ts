@@ -49,6 +49,12 @@ export type Engine = 'sqlite' | 'postgres';
 export const ENGINE: Engine =
   process.env.TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 
+/** A time as `databaseReader` reads it, in ms since the epoch: a Date (pg), or SQLite's UTC text. */
+export function storedTime(value: unknown): number {
+  if (value instanceof Date) return value.getTime();
+  return Date.parse(`${String(value).replace(' ', 'T')}Z`);
+}
+
 /**
  * A reader of the database: better-sqlite3 with safe integers, or pg with int8 as bigint.
  * `writable` lets a test write too (SQLite's reader is read-only otherwise).
