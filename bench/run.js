@@ -56,8 +56,8 @@ function parseArguments(argv) {
     // change measured in one run, such as this build on Node 24 against main on Node 22
     'against-node': '',
     // Node options for the --against build's service, after the production flags (the last of
-    // two contrary flags wins): `--against . --against-node-args --allocation-site-pretenuring`
-    // measures a production flag on against off, in one run
+    // two contrary flags wins): `--against "$PWD" --against-node-args
+    // --allocation-site-pretenuring` measures a production flag on against off, in one run
     'against-node-args': '',
     // KEY=VALUE[,...] for `service-against` instead of --service-env: `--against . --service-env
     // METRICS_PORT=0 --against-env ''` measures a setting on against off, in one run
@@ -119,6 +119,9 @@ function parseArguments(argv) {
   )
     throw new Error('--against-node and --against-node-args go with --against');
   options.againstNode = options['against-node'] || process.execPath;
+  options.againstNodeArgs = options['against-node-args']
+    .split(' ')
+    .filter(Boolean);
   if (options.database !== 'sqlite' && options.database !== 'postgres')
     throw new Error('--database is sqlite or postgres');
   if (!Number.isInteger(options['relay-rtt']) || options['relay-rtt'] < 0)
@@ -418,7 +421,7 @@ async function main() {
             script: join(options.against, 'dist', 'main.js'),
             root: options.against,
             node: options.againstNode,
-            nodeArgs: options['against-node-args'].split(' ').filter(Boolean),
+            nodeArgs: options.againstNodeArgs,
           },
         ]
       : []),
@@ -556,7 +559,7 @@ async function main() {
               'service-against',
               options.against,
               options.againstNode,
-              options['against-node-args'].split(' ').filter(Boolean),
+              options.againstNodeArgs,
             ],
           ]
         : []),
