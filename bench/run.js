@@ -1,5 +1,5 @@
 // @ts-check
-// npm run bench [-- --rounds 3 --duration 5 --connections 32 --preload 1000000 --synchronous full
+// npm run bench [-- --rounds 3 --duration 5 --warmup 2 --connections 32 --preload 1000000 --synchronous full
 //                   --service-env LOG_LEVEL=warn --against ../other-checkout [--against-env KEY=VALUE]
 //                   --database postgres [--postgres-url postgres://postgres@127.0.0.1:5432/postgres]
 //                   [--relay-rtt 1] [--against-node-args --allocation-site-pretenuring]]
@@ -35,6 +35,9 @@ function parseArguments(argv) {
   const options = {
     rounds: 3,
     duration: 5,
+    // seconds each server runs each scenario, unmeasured, before the first round: the first
+    // round on a fresh machine ran at half speed for every server, floor included
+    warmup: 2,
     connections: 32,
     preload: 0,
     synchronous: 'normal',
@@ -74,6 +77,7 @@ function parseArguments(argv) {
         smoke: true,
         rounds: 1,
         duration: 0.4,
+        warmup: 0,
         connections: 4,
       });
       continue;
@@ -480,6 +484,23 @@ async function main() {
 
     /** @type {Record<string, Record<string, any[]>>} */
     const runs = {};
+    /** @type {Record<string, Record<string, number>>} */
+    const warmups = {};
+    if (options.warmup > 0) {
+      // round -1's ids: apart from the seeded plants and from every measured round's
+      for (const [index] of scenarios('', -1).entries()) {
+        for (const server of started) {
+          const scenario = scenarios(tokens[server.name], -1)[index];
+          if (scenario.onlyService && !server.isService) continue;
+          const measured = await drive(server, scenario, {
+            ...options,
+            duration: options.warmup,
+          });
+          (warmups[scenario.name] ??= {})[server.name] =
+            measured.requestsPerSecond;
+        }
+      }
+    }
     for (let round = 0; round < options.rounds; round += 1) {
       // rotate the order each round so that machine noise hits every server alike
       const order = started.map(
@@ -506,6 +527,8 @@ async function main() {
             errors: measured.reduce((sum, m) => sum + m.errors, 0),
             peakRssMb:
               Math.max(...measured.map((m) => m.peakRssBytes)) / 1024 / 1024,
+            // each round's req/s, in the order run: the median hides a cold first round
+            roundsRequestsPerSecond: measured.map((m) => m.requestsPerSecond),
           },
         ]),
       );
@@ -517,9 +540,22 @@ async function main() {
       return {
         scenario,
         servers,
+        // req/s of each server's unmeasured warm-up, in the table nowhere
+        ...(options.warmup > 0 && {
+          warmupRequestsPerSecond: warmups[scenario],
+        }),
         serviceToFloor: ratio('service', 'floor'),
         serviceToPeer: ratio('service', 'peer'),
         serviceToNest: ratio('service', 'nest'),
+        // the same ratio within each round, where both ran a few seconds apart: its spread is
+        // what the machine's drift does to the one above
+        serviceToNestByRound:
+          byServer.service && byServer.nest
+            ? byServer.service.map(
+                (m, round) =>
+                  m.requestsPerSecond / byServer.nest[round].requestsPerSecond,
+              )
+            : undefined,
         nestToPeer: ratio('nest', 'peer'),
         ...(scenario === 'POST /plants with Idempotency-Key' && {
           keyedToUnkeyed:
@@ -602,6 +638,13 @@ async function main() {
       if (keyedToUnkeyed !== undefined) {
         console.log(
           `${scenario}: ${keyedToUnkeyed.toFixed(2)} of the throughput of POST /plants without one`,
+        );
+      }
+    }
+    for (const { scenario, serviceToNestByRound } of summary) {
+      if (serviceToNestByRound !== undefined && serviceToNestByRound.length > 1) {
+        console.log(
+          `${scenario}: service/nest round by round ${serviceToNestByRound.map((r) => r.toFixed(2)).join(', ')}`,
         );
       }
     }

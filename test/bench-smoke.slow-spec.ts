@@ -16,6 +16,8 @@ const { startDelayRelay } = require('../bench/delay-relay') as {
 
 interface ServerFigures {
   requestsPerSecond: number;
+  /** Each round's, in the order run; requestsPerSecond is their median. */
+  roundsRequestsPerSecond: number[];
   p50Ms: number;
   p99Ms: number;
   errors: number;
@@ -30,6 +32,10 @@ interface BenchReport {
     serviceToFloor: number;
     serviceToPeer?: number;
     serviceToNest: number;
+    /** service/nest within each round, where both ran a few seconds apart. */
+    serviceToNestByRound?: number[];
+    /** Each server's req/s in the unmeasured warm-up before the first round (--warmup). */
+    warmupRequestsPerSecond?: Record<string, number>;
     nestToPeer: number;
     serviceToHardenedPeer: number;
     serviceToAgainst?: number;
@@ -164,23 +170,38 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
     expect(stdout).toMatch(/deliveries\/s to the fast receiver/);
   });
 
-  it('drives the service and bare NestJS on PostgreSQL (--database postgres), each on a database of its own, dropped after', async () => {
+  it('drives the service and bare NestJS on PostgreSQL (--database postgres), each on a database of its own, dropped after; warmed up (--warmup), and round by round (--rounds)', async () => {
     const { report, stdout } = smokeRun(
       '--database',
       'postgres',
       '--postgres-url',
       POSTGRES_ADMIN_URL,
+      '--rounds',
+      '2',
+      '--warmup',
+      '0.2',
     );
     expect(stdout).toContain('PostgreSQL');
     for (const {
       scenario,
       servers,
       serviceToNest,
+      serviceToNestByRound,
+      warmupRequestsPerSecond,
       serviceToPeer,
     } of report.scenarios) {
+      // every server ran every scenario before the measured rounds
+      expect(Object.keys(warmupRequestsPerSecond ?? {}).sort()).toEqual(
+        Object.keys(servers).sort(),
+      );
+      for (const figures of Object.values(warmupRequestsPerSecond ?? {}))
+        expect(figures).toBeGreaterThan(0);
+      for (const figures of Object.values(servers))
+        expect(figures.roundsRequestsPerSecond).toHaveLength(2);
       if (scenario === KEYED) {
         expect(Object.keys(servers)).toEqual(['service']);
         expect(servers.service.errors).toBe(0);
+        expect(serviceToNestByRound).toBeUndefined();
         continue;
       }
       expect(Object.keys(servers).sort()).toEqual(['nest', 'service']);
@@ -189,6 +210,14 @@ describe('the benchmark harness (bench/run.js --smoke)', () => {
         expect(figures.requestsPerSecond).toBeGreaterThan(0);
       }
       expect(serviceToNest).toBeGreaterThan(0);
+      expect(serviceToNestByRound).toEqual(
+        servers.service.roundsRequestsPerSecond.map(
+          (rate, round) => rate / servers.nest.roundsRequestsPerSecond[round],
+        ),
+      );
+      expect(stdout).toContain(
+        `${scenario}: service/nest round by round ${serviceToNestByRound?.map((ratio) => ratio.toFixed(2)).join(', ')}`,
+      );
       // the SQLite-only servers are not in the run, nor their ratios
       expect(serviceToPeer).toBeUndefined();
     }
