@@ -540,7 +540,7 @@ async function main() {
       return {
         scenario,
         servers,
-        // req/s of each server's unmeasured warm-up, in the table nowhere
+        // req/s of each server's unmeasured warm-up: in the JSON, not in the table
         ...(options.warmup > 0 && {
           warmupRequestsPerSecond: warmups[scenario],
         }),
