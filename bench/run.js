@@ -486,34 +486,34 @@ async function main() {
     const runs = {};
     /** @type {Record<string, Record<string, number>>} */
     const warmups = {};
-    if (options.warmup > 0) {
-      // round -1's ids: apart from the seeded plants and from every measured round's
-      for (const [index] of scenarios('', -1).entries()) {
-        for (const server of started) {
-          const scenario = scenarios(tokens[server.name], -1)[index];
+    /**
+     * Every scenario of `round` on each of `servers` in turn for `duration` seconds, each
+     * measurement handed to `record` with its scenario's name and its server's.
+     */
+    const driveRound = async (servers, round, duration, record) => {
+      for (const [index] of scenarios('', round).entries()) {
+        for (const server of servers) {
+          const scenario = scenarios(tokens[server.name], round)[index];
           if (scenario.onlyService && !server.isService) continue;
-          const measured = await drive(server, scenario, {
-            ...options,
-            duration: options.warmup,
-          });
-          (warmups[scenario.name] ??= {})[server.name] =
-            measured.requestsPerSecond;
+          const measured = await drive(server, scenario, { ...options, duration });
+          record(scenario.name, server.name, measured);
         }
       }
+    };
+    if (options.warmup > 0) {
+      // round -1's ids: apart from the seeded plants and from every measured round's
+      await driveRound(started, -1, options.warmup, (scenario, server, measured) => {
+        (warmups[scenario] ??= {})[server] = measured.requestsPerSecond;
+      });
     }
     for (let round = 0; round < options.rounds; round += 1) {
       // rotate the order each round so that machine noise hits every server alike
       const order = started.map(
         (_, i) => started[(i + round) % started.length],
       );
-      for (const [index] of scenarios('', round).entries()) {
-        for (const server of order) {
-          const scenario = scenarios(tokens[server.name], round)[index];
-          if (scenario.onlyService && !server.isService) continue;
-          const measured = await drive(server, scenario, options);
-          ((runs[scenario.name] ??= {})[server.name] ??= []).push(measured);
-        }
-      }
+      await driveRound(order, round, options.duration, (scenario, server, measured) => {
+        ((runs[scenario] ??= {})[server] ??= []).push(measured);
+      });
     }
 
     const summary = Object.entries(runs).map(([scenario, byServer]) => {
